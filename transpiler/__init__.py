@@ -1,0 +1,17 @@
+"""transpiler: JAX's composable transformations as a source-to-source compiler on IREE.
+
+    import transpiler as jax
+    import transpiler.numpy as jnp
+"""
+
+from transpiler import dtypes, lax, primitives, tree_util  # noqa: F401
+from transpiler.array import Array, DeviceArray
+from transpiler.config import config
+from transpiler.errors import TranspileError
+from transpiler.jit import jit
+from runtime import Device, devices, local_device_count
+
+__version__ = "0.1.0"
+
+__all__ = ["Array", "DeviceArray", "Device", "TranspileError", "config", "devices", "jit",
+           "local_device_count", "tree_util", "dtypes"]

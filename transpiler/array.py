@@ -1,0 +1,148 @@
+"""The array types users hold.
+
+- `Array`: an eager value. It wraps an immutable NumPy array; every operation on it runs
+  the primitives' NumPy rules with JAX's dtype semantics.
+- `DeviceArray`: a `jit` result. It stays in IREE device memory between calls and has the
+  same operators and methods (operations on it run eagerly on a host copy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import runtime
+from transpiler.array_methods import ArrayMethods
+from transpiler.primitives import core
+from transpiler.primitives.core import ShapedArray
+
+
+class Array(ArrayMethods):
+    """An eager array: an immutable NumPy value plus JAX's weak-type bit."""
+
+    __slots__ = ("_value", "aval", "__weakref__")
+
+    def __init__(self, value: Any, dtype: Any = None) -> None:
+        from transpiler import numpy as jnp
+        other = jnp.asarray(value, dtype=dtype)
+        self._value = other._value
+        self.aval = other.aval
+
+    @classmethod
+    def _new(cls, value: np.ndarray, aval: ShapedArray) -> "Array":
+        self = cls.__new__(cls)
+        value.flags.writeable = False
+        self._value = value
+        self.aval = aval
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy:
+            return np.array(self._value, dtype=dtype, copy=True)
+        return self._value if dtype is None else self._value.astype(dtype)
+
+    def block_until_ready(self) -> "Array":
+        return self
+
+    def item(self) -> Any:
+        return self._value.item()
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if self.aval.shape or self.dtype.kind not in "iu":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value.item(), spec) if not self.aval.shape else format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return _array_repr("Array", self._value, self.aval)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (np.array(self._value), self.aval.weak_type))
+
+    def __deepcopy__(self, memo: Any) -> "Array":
+        return self
+
+
+def _rebuild(value: np.ndarray, weak: bool) -> Array:
+    return Array._new(value, ShapedArray(value.shape, value.dtype, weak))
+
+
+def _array_repr(name: str, value: np.ndarray, aval: ShapedArray) -> str:
+    body = np.array2string(value, separator=", ", prefix=name + "(")
+    extra = ", weak_type=True" if aval.weak_type else ""
+    return f"{name}({body}, dtype={aval.dtype.name}{extra})"
+
+
+class DeviceArray(ArrayMethods, runtime.DeviceArray):
+    """A `jit` result in device memory, with JAX-semantics operators and methods."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _array_repr("DeviceArray", np.asarray(self), ShapedArray(self.shape, self.dtype))
+
+
+def _wrap(value: Any, aval: ShapedArray) -> Array:
+    out = np.asarray(value)
+    if out.dtype != aval.dtype:
+        out = out.astype(aval.dtype)
+    if out.shape != aval.shape:  # a rule's impl and abstract_eval disagree: our bug
+        raise AssertionError(f"impl gave shape {out.shape}, abstract_eval {aval.shape}")
+    if _aliases_writeable(out):  # a view of the user's mutable array: Arrays are immutable
+        out = out.copy()
+    return Array._new(out, aval)
+
+
+def _aliases_writeable(value: np.ndarray) -> bool:
+    base = value.base
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return True
+        base = base.base
+    return base is not None and not isinstance(base, np.ndarray)
+
+
+core._hooks["wrap"] = _wrap

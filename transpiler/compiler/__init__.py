@@ -1,0 +1,195 @@
+"""Compile StableHLO to IREE modules (.vmfb), with a persistent, self-checking disk cache.
+
+The cache key is the SHA-256 of the MLIR bytecode, the target, the flags, the compiler
+version and (when compiling for ``host``) the host CPU. Entries carry a checksum of their
+content: a corrupt entry is detected, reported once, and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+from transpiler.config import config
+from transpiler.errors import TranspileError
+
+log = logging.getLogger("transpiler.compiler")
+
+_MAGIC = b"TPVMFB1\n"
+
+# Flags measured to matter on CPU (see DESIGN.md): O3 and data tiling give 3-7x.
+CPU_FLAGS = ("--iree-opt-level=O3", "--iree-opt-data-tiling")
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    backend: str
+    flags: tuple[str, ...] = ()
+
+
+TARGETS = {
+    "llvm-cpu": Target("llvm-cpu", "llvm-cpu", CPU_FLAGS),
+}
+
+STAGES = {"stablehlo": None, "linalg": "input", "input": "input", "flow": "flow",
+          "stream": "stream", "hal": "hal"}
+
+
+def target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; available targets: "
+                         f"{', '.join(TARGETS)}") from None
+
+
+@lru_cache(maxsize=1)
+def compiler_version() -> str:
+    from iree.compiler import version
+    return str(getattr(version, "VERSION", "unknown"))
+
+
+@lru_cache(maxsize=1)
+def host_cpu_id() -> str:
+    """Identifies the host CPU, so a cache shared between machines never runs foreign code."""
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags")):
+                    text += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        text += platform.processor()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def compile_flags(tgt: Target, cpu: str = "host") -> list[str]:
+    flags = list(tgt.flags)
+    if tgt.backend == "llvm-cpu":
+        flags.append(f"--iree-llvmcpu-target-cpu={cpu}")
+    if config.enable_x64:
+        flags.append("--iree-input-demote-f64-to-f32=false")
+    return flags
+
+
+def cache_key(bytecode: bytes, tgt: Target, flags: Sequence[str], cpu: str) -> str:
+    h = hashlib.sha256(bytecode)
+    h.update("\0".join([tgt.name, *flags, compiler_version()]).encode())
+    if cpu == "host":
+        h.update(host_cpu_id().encode())
+    return h.hexdigest()
+
+
+def _cache_path(key: str) -> Path:
+    return Path(config.cache_dir) / "vmfb" / key[:2] / f"{key}.vmfb"
+
+
+def read_cache(key: str) -> Optional[bytes]:
+    path = _cache_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    body = data[len(_MAGIC) + 32:]
+    if not data.startswith(_MAGIC) or hashlib.sha256(body).digest() != data[len(_MAGIC):len(_MAGIC) + 32]:
+        log.warning("corrupt cache entry %s: rebuilding it", path)
+        return None
+    return body
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_cache(key: str, vmfb: bytes) -> None:
+    try:
+        write_atomic(_cache_path(key), _MAGIC + hashlib.sha256(vmfb).digest() + vmfb)
+    except OSError as err:  # a read-only cache must not stop the program
+        log.warning("could not write the compile cache (%s): %s", config.cache_dir, err)
+
+
+class CompileStats:
+    compiles = 0
+    cache_hits = 0
+    seconds = 0.0
+
+
+def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "host",
+                 extra_flags: Sequence[str] = ()) -> bytes:
+    """StableHLO bytecode -> .vmfb bytes, through the disk cache."""
+    tgt = target(target_name)
+    flags = compile_flags(tgt, cpu) + list(extra_flags)
+    key = cache_key(bytecode, tgt, flags, cpu)
+    if config.disk_cache:
+        cached = read_cache(key)
+        if cached is not None:
+            CompileStats.cache_hits += 1
+            return cached
+    vmfb = _invoke_compiler(bytecode, tgt, flags)
+    if config.disk_cache:
+        write_cache(key, vmfb)
+    return vmfb
+
+
+def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
+    from iree.compiler import CompilerToolError, compile_str
+    from transpiler.lowering.trace import error_at_mlir_location
+    start = time.perf_counter()
+    try:
+        out = compile_str(source, target_backends=[tgt.backend], input_type="stablehlo",
+                          extra_args=list(flags))
+    except CompilerToolError as err:
+        text = str(err).split("Invoked with:")[0]
+        raise error_at_mlir_location(text, f"IREE failed to compile for {tgt.name}") from None
+    CompileStats.compiles += 1
+    CompileStats.seconds += time.perf_counter() - start
+    return out
+
+
+def lower_to_stage(bytecode: bytes, stage: str, target_name: str = "llvm-cpu",
+                   cpu: str = "host") -> str:
+    """The module as MLIR text after IREE's `stage` phase (``linalg`` is the input phase)."""
+    if stage not in STAGES or STAGES[stage] is None:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    tgt = target(target_name)
+    flags = compile_flags(tgt, cpu) + [f"--compile-to={STAGES[stage]}"]
+    return _invoke_compiler(bytecode, tgt, flags).decode()
+
+
+def cache_info() -> dict:
+    root = Path(config.cache_dir) / "vmfb"
+    files = list(root.glob("*/*.vmfb")) if root.exists() else []
+    return {"path": str(root), "entries": len(files),
+            "bytes": sum(f.stat().st_size for f in files)}
+
+
+def cache_clear() -> int:
+    root = Path(config.cache_dir) / "vmfb"
+    removed = 0
+    for f in root.glob("*/*.vmfb") if root.exists() else []:
+        f.unlink(missing_ok=True)
+        removed += 1
+    return removed

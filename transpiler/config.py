@@ -1,0 +1,53 @@
+"""Process-wide configuration flags, settable like JAX's ``jax.config.update``.
+
+Flags can also come from the environment:
+
+- ``TRANSPILER_ENABLE_X64=1`` keeps 64-bit types (JAX's ``jax_enable_x64``).
+- ``TRANSPILER_CACHE_DIR`` moves the on-disk cache (default ``~/.cache/transpiler``).
+- ``TRANSPILER_DEVICE`` picks the default IREE driver for ``jit``
+  (``auto`` chooses ``local-sync`` for small work and ``local-task`` for large).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class Config:
+    """Holds the flags. Use ``config.update(name, value)`` or attribute access."""
+
+    _ALIASES = {"jax_enable_x64": "enable_x64"}
+
+    def __init__(self) -> None:
+        self.enable_x64: bool = _env_flag("TRANSPILER_ENABLE_X64", False)
+        self.cache_dir: Path = Path(
+            os.environ.get("TRANSPILER_CACHE_DIR", Path.home() / ".cache" / "transpiler")
+        )
+        self.disk_cache: bool = _env_flag("TRANSPILER_DISK_CACHE", True)
+        self.default_device: str = os.environ.get("TRANSPILER_DEVICE", "auto")
+        # Work (in elements touched per call) above which `auto` picks local-task.
+        self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))
+
+    def update(self, name: str, value: Any) -> None:
+        name = self._ALIASES.get(name, name)
+        if not hasattr(self, name) or name.startswith("_"):
+            raise AttributeError(f"unknown config flag {name!r}; known: {sorted(vars(self))}")
+        if name == "cache_dir":
+            value = Path(value)
+        setattr(self, name, value)
+
+    @property
+    def jax_enable_x64(self) -> bool:
+        return self.enable_x64
+
+
+config = Config()

@@ -1,0 +1,118 @@
+"""One error family for everything the user can get wrong, located at the user's line.
+
+`TranspileError` carries ``file:line:col`` and prints a caret excerpt of the user's
+source, whether it comes from the frontend (syntax), from tracing (shapes, dtypes,
+Python control flow on traced values) or from the compiler.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+from types import FrameType
+from typing import Optional
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A position in the user's source: 1-based line, 0-based column, optional end column."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: Optional[int] = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+class TranspileError(Exception):
+    """An error in the user's program, reported at the user's ``file:line:col``."""
+
+    def __init__(self, message: str, loc: Optional[SourceLocation] = None, hint: str = "") -> None:
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._render())
+
+    @property
+    def file(self) -> Optional[str]:
+        return self.loc.file if self.loc else None
+
+    @property
+    def line(self) -> Optional[int]:
+        return self.loc.line if self.loc else None
+
+    @property
+    def col(self) -> Optional[int]:
+        return self.loc.col if self.loc else None
+
+    def _render(self) -> str:
+        if self.loc is None:
+            return self.message + (f"\n  {self.hint}" if self.hint else "")
+        text = f"{self.loc}: {self.message}"
+        source = linecache.getline(self.loc.file, self.loc.line).rstrip("\n")
+        if source:
+            stripped = source.lstrip()
+            indent = len(source) - len(stripped)
+            start = max(self.loc.col - indent, 0)
+            end = self.loc.end_col if self.loc.end_col is not None else len(source)
+            width = max(min(end, len(source)) - max(self.loc.col, indent), 1)
+            text += f"\n    {stripped}\n    {' ' * start}{'^' * width}"
+        if self.hint:
+            text += f"\n  {self.hint}"
+        return text
+
+
+class TracerError(TranspileError, TypeError):
+    """A traced value was used where a concrete Python value is needed."""
+
+
+class ShapeError(TranspileError, ValueError):
+    """Operands whose shapes do not fit the operation."""
+
+
+class DTypeError(TranspileError, TypeError):
+    """Operands whose dtypes do not fit the operation."""
+
+
+def _is_internal(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+
+
+def user_frame(start: Optional[FrameType] = None) -> Optional[FrameType]:
+    """The innermost stack frame that belongs to user code, not to this package."""
+    frame = start if start is not None else sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def frame_location(frame: FrameType) -> SourceLocation:
+    """The precise position of the instruction a frame is executing."""
+    code = frame.f_code
+    line, col, end_col = frame.f_lineno, 0, None
+    positions = list(code.co_positions())
+    index = frame.f_lasti // 2
+    if 0 <= index < len(positions):
+        pline, _, pcol, pend = positions[index]
+        if pline is not None:
+            line = pline
+        if pcol is not None:
+            col, end_col = pcol, pend
+    return SourceLocation(code.co_filename, line, col, end_col)
+
+
+def user_location() -> Optional[SourceLocation]:
+    """Where in the user's code we are now (None when called from nowhere user-visible)."""
+    frame = user_frame(sys._getframe(1))
+    return frame_location(frame) if frame is not None else None
+
+
+def located(error_type: type, message: str, hint: str = "") -> TranspileError:
+    """Build a `TranspileError` of `error_type` at the user's current line."""
+    return error_type(message, user_location(), hint)

@@ -1,0 +1,282 @@
+"""`jit`: stage a function into StableHLO, compile it with IREE, run it on a device.
+
+A jitted function is specialized per pytree structure, shapes, dtypes (weak types
+included) and static argument values. Each specialization is traced once, compiled once
+(or loaded from the disk cache), and then called through IREE's VM directly; results stay
+on the device as `DeviceArray`s.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+import runtime
+from transpiler import tree_util
+from transpiler.array import Array, DeviceArray
+from transpiler.compiler import compile_vmfb, lower_to_stage
+from transpiler.config import config
+from transpiler.errors import TranspileError
+from transpiler.lowering.trace import StagedModule, trace_to_module
+from transpiler.primitives import core
+from transpiler.primitives.core import ShapedArray, abstractify
+
+DeviceLike = Union[None, str, runtime.Device]
+
+
+def _resolve_device(device: DeviceLike, work: int) -> runtime.Device:
+    if isinstance(device, runtime.Device):
+        return device
+    kind = device or config.default_device
+    if kind == "auto":  # one core and ~3 us a call, or all cores and ~30 us a call
+        kind = "local-task" if work >= config.multithread_threshold else "local-sync"
+    return runtime.Device(kind)
+
+
+class Executable:
+    """One compiled specialization: flat device buffers in, flat device buffers out."""
+
+    def __init__(self, staged: StagedModule, in_avals: Sequence[ShapedArray], out_tree: Any,
+                 device: DeviceLike, target: str = "llvm-cpu") -> None:
+        self.staged = staged
+        self.in_avals = list(in_avals)
+        self.out_avals = staged.out_avals
+        self.out_tree = out_tree
+        work = sum(a.size for a in self.in_avals) + sum(a.size for a in self.out_avals)
+        self.device = _resolve_device(device, work)
+        self.target = target
+        self.vmfb = compile_vmfb(staged.bytecode(), target)
+        self.module = runtime.load(self.vmfb, self.device)
+        self._invoke = self.module[staged.name].invoke_flat
+        self._out = [(a.dtype, a.shape) for a in self.out_avals]
+
+    def _buffer(self, leaf: Any, aval: ShapedArray) -> Any:
+        if isinstance(leaf, runtime.DeviceArray) and leaf.dtype == aval.dtype:
+            if leaf.device is self.device or (leaf.device.platform == "cpu"
+                                              and self.device.platform == "cpu"):
+                return leaf.buffer_view
+        value = leaf._value if isinstance(leaf, Array) else np.asarray(leaf, dtype=aval.dtype)
+        return self.device.put(value, dtype=aval.dtype).buffer_view
+
+    def call_flat(self, leaves: Sequence[Any]) -> list[DeviceArray]:
+        buffers = [self._buffer(leaf, aval) for leaf, aval in zip(leaves, self.in_avals)]
+        results = self._invoke(buffers)
+        device, wrap = self.device, DeviceArray._wrap
+        return [wrap(bv, device, dt, shape) for bv, (dt, shape) in zip(results, self._out)]
+
+    def __call__(self, leaves: Sequence[Any]) -> Any:
+        return tree_util.tree_unflatten(self.out_tree, self.call_flat(leaves))
+
+
+class Lowered:
+    """``jit(f).lower(*args)``: the staged module of one specialization."""
+
+    def __init__(self, jitted: "Jitted", key: Any, staged: StagedModule,
+                 in_avals: Sequence[ShapedArray], out_tree: Any, in_tree: Any) -> None:
+        self._jitted, self._key = jitted, key
+        self.staged, self.in_avals, self.out_tree, self.in_tree = staged, in_avals, out_tree, in_tree
+
+    def as_text(self, stage: str = "stablehlo", debug_info: bool = False) -> str:
+        """MLIR text at `stage`: ``stablehlo`` (what we emit), ``linalg``, or ``flow``."""
+        if stage == "stablehlo":
+            return self.staged.text(debug_info)
+        return lower_to_stage(self.staged.bytecode(), stage)
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.staged.out_avals
+
+    def compile(self, target: str = "llvm-cpu", device: DeviceLike = None) -> "Compiled":
+        executable = Executable(self.staged, self.in_avals, self.out_tree,
+                                device if device is not None else self._jitted._device, target)
+        return Compiled(executable, self.in_tree)
+
+
+class Compiled:
+    """A compiled specialization: call it with arguments of the same structure, or save it."""
+
+    def __init__(self, executable: Executable, in_tree: Any) -> None:
+        self.executable, self.in_tree = executable, in_tree
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, tree = tree_util.tree_flatten((args, kwargs))
+        if tree != self.in_tree:
+            raise TypeError(f"compiled function expects arguments structured as {self.in_tree}, "
+                            f"got {tree}")
+        for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
+            got = abstractify(leaf, i, "compiled function")
+            if got.shape != aval.shape or got.dtype != aval.dtype:
+                raise TypeError(f"compiled function argument {i}: expected {aval}, got {got}")
+        return self.executable(leaves)
+
+    def as_text(self) -> str:
+        return self.executable.staged.text()
+
+    def save(self, path: Any) -> None:
+        """Write the .vmfb; ``runtime.load(path)`` runs it with no compiler installed."""
+        from pathlib import Path
+        from transpiler.compiler import write_atomic
+        write_atomic(Path(path), self.executable.vmfb)
+
+
+def _fast_signature(arg: Any) -> Any:
+    t = type(arg)
+    if t is DeviceArray or t is Array or t is np.ndarray:
+        return (t, arg.shape, arg.dtype)
+    if t is float or t is int or t is bool:
+        return t
+    return None
+
+
+class Jitted:
+    """The callable `jit` returns. Specializes, caches and dispatches."""
+
+    def __init__(self, fun: Callable, static_argnums: Any = (), static_argnames: Any = (),
+                 device: DeviceLike = None) -> None:
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._device = device
+        self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
+        self._cache: dict[Any, Executable] = {}
+        self._fast: dict[Any, Executable] = {}
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:  # methods: bind self
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if core.trace_stack:  # jit inside jit: inline into the outer trace
+            return self._fun(*args, **kwargs)
+        if not kwargs:
+            fast_key = tuple(map(_fast_signature, args))
+            executable = self._fast.get(fast_key)
+            if executable is not None:
+                return executable(args)
+        executable, leaves, fast_key = self._specialize(args, kwargs)
+        if fast_key is not None:
+            self._fast[fast_key] = executable
+        return executable(leaves)
+
+    def _split(self, args: Sequence[Any], kwargs: dict) -> tuple[Any, Any, Any]:
+        statics = []
+        for i in self._static_nums:
+            if i >= len(args):
+                continue
+            statics.append((i, _hashable(args[i], f"static argument {i}", self.__name__)))
+        for name in self._static_names:
+            if name in kwargs:
+                statics.append((name, _hashable(kwargs[name], f"static argument {name!r}",
+                                                self.__name__)))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static_nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+        return dyn_args, dyn_kwargs, tuple(statics)
+
+    def _signature(self, args: Sequence[Any], kwargs: dict) -> tuple:
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = []
+        for i, leaf in enumerate(leaves):
+            try:
+                avals.append(abstractify(leaf, i, self.__name__))
+            except (TypeError, OverflowError) as err:
+                raise type(err)(f"jit({self.__name__}): argument leaf {i} is not an array: "
+                                f"{err}") from None
+        return leaves, in_tree, tuple(avals), statics
+
+    def _trace(self, args: Sequence[Any], kwargs: dict, in_tree: Any,
+               avals: Sequence[ShapedArray]) -> tuple[StagedModule, Any]:
+        out_tree_box: list[Any] = []
+
+        def flat_fun(*tracers: Any) -> list[Any]:
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
+            full_args, full_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
+            out = self._fun(*full_args, **full_kwargs)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        staged = trace_to_module(flat_fun, avals, name="main")
+        return staged, out_tree_box[0]
+
+    def _merge(self, args: Sequence[Any], kwargs: dict, dyn_args: Sequence[Any],
+               dyn_kwargs: dict) -> tuple[list, dict]:
+        it = iter(dyn_args)
+        full = [a if i in self._static_nums else next(it) for i, a in enumerate(args)]
+        full_kwargs = {k: (v if k in self._static_names else dyn_kwargs[k])
+                       for k, v in kwargs.items()}
+        return full, full_kwargs
+
+    def _specialize(self, args: Sequence[Any], kwargs: dict) -> tuple[Executable, list, Any]:
+        leaves, in_tree, avals, statics = self._signature(args, kwargs)
+        key = (in_tree, avals, statics)
+        executable = self._cache.get(key)
+        if executable is None:
+            staged, out_tree = self._trace(args, kwargs, in_tree, avals)
+            executable = Executable(staged, avals, out_tree, self._device)
+            self._cache[key] = executable
+        fast_key = None
+        if not kwargs and not statics and len(leaves) == len(args):
+            fast_key = tuple(map(_fast_signature, args))
+            if any(k is None for k in fast_key) or in_tree != tree_util.tree_structure(
+                    (tuple(args), {})):
+                fast_key = None
+        return executable, leaves, fast_key
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Stage the function for these arguments without compiling it."""
+        leaves, in_tree, avals, statics = self._signature(args, kwargs)
+        staged, out_tree = self._trace(args, kwargs, in_tree, avals)
+        return Lowered(self, (in_tree, avals, statics), staged, avals, out_tree, in_tree)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._fast.clear()
+
+    def __repr__(self) -> str:
+        return f"<jit({self.__name__})>"
+
+
+def _hashable(value: Any, what: str, fname: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"jit({fname}): {what} must be hashable, got "
+                        f"{type(value).__name__}; pass a tuple instead of a list, or make "
+                        "the argument dynamic") from None
+    return value
+
+
+def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset, frozenset]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums or ())
+    names = (argnames,) if isinstance(argnames, str) else tuple(argnames or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
+    nums = tuple(i + n if i < 0 else i for i in nums)
+    for i in nums:  # like JAX: static argnums and argnames name the same parameters
+        if i < n:
+            names += (positional[i],)
+    for name in names:
+        if params and name not in [p.name for p in params]:
+            raise ValueError(f"jit: static_argnames names {name!r}, which is not a parameter "
+                             f"of {getattr(fun, '__name__', fun)}")
+        if name in positional:
+            nums += (positional.index(name),)
+    return frozenset(nums), frozenset(names)
+
+
+def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argnames: Any = (),
+        device: DeviceLike = None, backend: Optional[str] = None, **unused: Any) -> Any:
+    """Compile `fun` with IREE; ``@jit`` and ``jit(f, static_argnums=...)`` both work."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, device=device)
+    return Jitted(fun, static_argnums, static_argnames, device)

@@ -1,0 +1,130 @@
+"""What lowering rules use to emit StableHLO: types, constants, broadcasting, conversion.
+
+Every rule receives a `LoweringContext` whose insertion point and location are already
+set to the user's line, so ``ctx.op("stablehlo.add", [x, y])`` is all a rule writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from iree.compiler import ir
+
+from transpiler import dtypes
+from transpiler.primitives.core import ShapedArray
+
+
+def element_type(dtype: np.dtype) -> ir.Type:
+    """The MLIR element type of a NumPy dtype (signless for signed ints, ``ui`` for unsigned)."""
+    if dtype == dtypes.bool_:
+        return ir.IntegerType.get_signless(1)
+    if dtype.kind == "i":
+        return ir.IntegerType.get_signless(dtype.itemsize * 8)
+    if dtype.kind == "u":
+        return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
+    factory = {dtypes.float16: ir.F16Type, dtypes.bfloat16: ir.BF16Type,
+               dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type}.get(dtype)
+    if factory is None:
+        raise TypeError(f"dtype {dtype} cannot be lowered to StableHLO")
+    return factory.get()
+
+
+def tensor_type(shape: Sequence[int], dtype: np.dtype) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(shape), element_type(dtype))
+
+
+def aval_type(aval: ShapedArray) -> ir.RankedTensorType:
+    return tensor_type(aval.shape, aval.dtype)
+
+
+def i64_array(values: Sequence[int]) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def bool_array(values: Sequence[bool]) -> ir.Attribute:
+    return ir.DenseBoolArrayAttr.get([bool(v) for v in values])
+
+
+def attr(text: str) -> ir.Attribute:
+    """Parse an attribute, e.g. ``attr("#stablehlo<comparison_direction LT>")``."""
+    return ir.Attribute.parse(text)
+
+
+def compare_type(dtype: np.dtype) -> str:
+    if dtypes.is_float(dtype):
+        return "FLOAT"
+    if dtype.kind == "u" or dtype == dtypes.bool_:
+        return "UNSIGNED"
+    return "SIGNED"
+
+
+class LoweringContext:
+    """Passed to every ``lower`` rule: the input and output avals plus emit helpers."""
+
+    def __init__(self, avals_in: Sequence[ShapedArray], aval_out: Any) -> None:
+        self.avals_in = list(avals_in)
+        self.aval_out = aval_out  # a ShapedArray, or a tuple for multiple results
+
+    # --- ops --------------------------------------------------------------------------------
+    def op(self, name: str, operands: Sequence[ir.Value], results: Any = None,
+           attributes: Optional[dict[str, ir.Attribute]] = None, regions: int = 0) -> Any:
+        """Create op `name`; `results` are avals or types (default: ``aval_out``).
+
+        Returns the single result value, or the list of them when there are several."""
+        if results is None:
+            results = self.aval_out
+        many = isinstance(results, (list, tuple))
+        types = [r if isinstance(r, ir.Type) else aval_type(r)
+                 for r in (results if many else [results])]
+        operation = ir.Operation.create(name, results=types, operands=list(operands),
+                                        attributes=attributes or {}, regions=regions)
+        if regions:
+            return operation
+        values = list(operation.results)
+        return values if many else values[0]
+
+    def constant(self, value: Any, dtype: np.dtype, shape: Sequence[int] = ()) -> ir.Value:
+        """A constant tensor; a scalar `value` is broadcast to `shape`."""
+        array = np.array(value, dtype=dtype, order="C")
+        ttype = tensor_type(array.shape, dtype)
+        const = ir.Operation.create("stablehlo.constant", results=[ttype], attributes={
+            "value": ir.DenseElementsAttr.get(array, type=ttype)}).result
+        if array.ndim == 0 and tuple(shape):
+            return self.broadcast(const, ShapedArray((), dtype), shape)
+        return const
+
+    def convert(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:
+        """Convert `value` (of `aval`) to `dtype`; float -> bool is ``!= 0`` as in NumPy."""
+        if aval.dtype == dtype:
+            return value
+        if dtype == dtypes.bool_:
+            zero = self.constant(0, aval.dtype, aval.shape)
+            return self.compare(value, zero, "NE", aval.dtype, aval.shape)
+        return self.op("stablehlo.convert", [value], tensor_type(aval.shape, dtype))
+
+    def broadcast(self, value: ir.Value, aval: ShapedArray, shape: Sequence[int]) -> ir.Value:
+        """NumPy-style broadcast of `value` (right-aligned) to `shape`."""
+        shape = tuple(shape)
+        if aval.shape == shape:
+            return value
+        offset = len(shape) - aval.ndim
+        dims = list(range(offset, len(shape)))
+        return self.op("stablehlo.broadcast_in_dim", [value], tensor_type(shape, aval.dtype),
+                       {"broadcast_dimensions": i64_array(dims)})
+
+    def coerce(self, value: ir.Value, aval: ShapedArray, shape: Sequence[int],
+               dtype: np.dtype) -> ir.Value:
+        """Convert then broadcast: the operand preparation of every elementwise op."""
+        value = self.convert(value, aval, dtype)
+        return self.broadcast(value, aval.update(dtype=dtype), shape)
+
+    def compare(self, x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype,
+                shape: Sequence[int]) -> ir.Value:
+        return self.op("stablehlo.compare", [x, y], tensor_type(shape, dtypes.bool_), {
+            "comparison_direction": attr(f"#stablehlo<comparison_direction {direction}>"),
+            "compare_type": attr(f"#stablehlo<comparison_type {compare_type(dtype)}>")})
+
+    def reshape(self, value: ir.Value, dtype: np.dtype, shape: Sequence[int]) -> ir.Value:
+        return self.op("stablehlo.reshape", [value], tensor_type(shape, dtype))
+

@@ -1,0 +1,120 @@
+"""Tracers: stand-ins for arrays while `jit` stages a function into a StableHLO module.
+
+Each primitive applied to a `Tracer` appends its lowering to the trace's block at the
+user's ``file:line:col`` and returns new Tracers. Using a Tracer where Python needs a
+concrete value (``if``, ``float()``, ``np.asarray``) is a `TranspileError` at the user's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from iree.compiler import ir
+
+from transpiler.array_methods import ArrayMethods
+from transpiler.errors import TracerError, TranspileError, located, user_location
+from transpiler.lowering.builder import LoweringContext
+from transpiler.primitives import core
+from transpiler.primitives.core import Primitive, ShapedArray
+
+
+class Tracer(ArrayMethods, core.Tracer):
+    """An abstract array (shape, dtype) inside a trace; its value is an MLIR SSA value."""
+
+    __slots__ = ("aval", "value", "trace")
+
+    def __init__(self, trace: "Trace", value: ir.Value, aval: ShapedArray) -> None:
+        self.trace = trace
+        self.value = value
+        self.aval = aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval}>"
+
+    def _concrete(self, what: str, hint: str) -> TracerError:
+        return located(TracerError, f"{what} on a traced value ({self.aval}) inside jit", hint)  # type: ignore[return-value]
+
+    def __bool__(self) -> bool:
+        raise self._concrete(
+            "Python `if`/`while`/`and`/`or` (bool())",
+            "the value is only known when the compiled function runs; use jnp.where(...) "
+            "to select, or mark the argument static with jit(..., static_argnums=...)")
+
+    def __float__(self) -> float:
+        raise self._concrete("float()", "keep the value as an array, or make it static")
+
+    def __int__(self) -> int:
+        raise self._concrete("int()", "keep the value as an array, or make it static")
+
+    def __index__(self) -> int:
+        raise self._concrete("use as a Python index", "index with the array itself, or "
+                             "make the argument static with static_argnums")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._concrete("conversion to a NumPy array", "use transpiler.numpy (jnp) "
+                             "functions on traced values instead of numpy (np) ones")
+
+    def __iter__(self) -> Any:
+        if self.aval.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __len__(self) -> int:
+        if self.aval.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def item(self) -> Any:
+        raise self._concrete(".item()", "return the array from the jitted function instead")
+
+    def tolist(self) -> Any:
+        raise self._concrete(".tolist()", "return the array from the jitted function instead")
+
+
+def mlir_location() -> ir.Location:
+    loc = user_location()
+    if loc is None:
+        return ir.Location.unknown()
+    return ir.Location.file(loc.file, loc.line, loc.col + 1)
+
+
+class Trace:
+    """Appends operations to one block of the module being built."""
+
+    def __init__(self, block: ir.Block) -> None:
+        self.block = block
+
+    def emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
+             out_aval: Any, params: dict[str, Any]) -> Any:
+        with mlir_location(), ir.InsertionPoint(self.block):
+            operands = [self.operand(a, aval) for a, aval in zip(args, avals)]
+            ctx = LoweringContext(avals, out_aval)
+            out = prim.lower(ctx, *operands, **params)
+        if prim.multiple_results:
+            return tuple(Tracer(self, v, av) for v, av in zip(out, out_aval))
+        return Tracer(self, out, out_aval)
+
+    def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
+        """The SSA value of an operand: a Tracer's own, or a new constant."""
+        if isinstance(value, Tracer):
+            if value.trace is not self:
+                raise located(TranspileError, f"a traced value ({value.aval}) escaped from the "
+                              "jit trace that created it and was used in another",
+                              "return values from jitted functions instead of storing "
+                              "tracers in globals or closures")
+            return value.value
+        array = core.to_numpy(value, aval)
+        return LoweringContext([], aval).constant(array, aval.dtype)

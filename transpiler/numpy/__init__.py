@@ -1,0 +1,57 @@
+"""``transpiler.numpy``: NumPy's API with JAX's semantics, eager and under ``jit`` alike.
+
+Use it as ``import transpiler.numpy as jnp``.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from transpiler import dtypes as _dtypes
+from transpiler.numpy.creation import *  # noqa: F401,F403
+from transpiler.numpy.math import *  # noqa: F401,F403
+from transpiler.numpy.shape import *  # noqa: F401,F403
+from transpiler.numpy.reductions import *  # noqa: F401,F403
+from transpiler.numpy.products import *  # noqa: F401,F403
+from transpiler.numpy.indexing import *  # noqa: F401,F403
+from transpiler.numpy import linalg  # noqa: F401
+
+bool_ = _dtypes.bool_.type
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+bfloat16 = _dtypes.bfloat16.type
+dtype = _np.dtype
+pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
+euler_gamma = _np.euler_gamma
+finfo, iinfo = _dtypes.finfo, _dtypes.iinfo
+promote_types, issubdtype = _dtypes.promote_types, _dtypes.issubdtype
+integer, floating, number, inexact, signedinteger, unsignedinteger, complexfloating = (
+    _np.integer, _np.floating, _np.number, _np.inexact, _np.signedinteger, _np.unsignedinteger,
+    _np.complexfloating)
+generic = _np.generic
+
+
+def result_type(*args):  # type: ignore[no-untyped-def]
+    """The dtype JAX gives to an operation on `args` (arrays, scalars or dtypes)."""
+    from transpiler.primitives.core import abstractify
+    typed = []
+    for a in args:
+        if isinstance(a, (_np.dtype, type)) or isinstance(a, str):
+            typed.append((_dtypes.canonicalize(a), False))
+        else:
+            aval = abstractify(a)
+            typed.append((aval.dtype, aval.weak_type))
+    return _dtypes.promote(*typed)[0]
+
+
+def ndim(x):  # type: ignore[no-untyped-def]
+    return _np.ndim(x) if not hasattr(x, "ndim") else x.ndim
+
+
+def shape(x):  # type: ignore[no-untyped-def]
+    return tuple(x.shape) if hasattr(x, "shape") else _np.shape(x)
+
+
+def size(x):  # type: ignore[no-untyped-def]
+    return int(_np.prod(shape(x)))

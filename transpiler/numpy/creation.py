@@ -1,0 +1,230 @@
+"""Array creation and conversion: ``array``, ``zeros``, ``arange``, ``linspace``, ``eye`` ..."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from transpiler import dtypes
+from transpiler.primitives import conversions as conv
+from transpiler.primitives import core
+from transpiler.primitives.core import abstractify
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, core.Tracer)) or hasattr(x, "aval") \
+        or hasattr(x, "block_until_ready")
+
+
+def _canonical(dtype: Any) -> Optional[np.dtype]:
+    return None if dtype is None else dtypes.check_supported(dtypes.canonicalize(dtype), "dtype")
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """``x.astype(dtype)`` with JAX's canonical dtypes (float64 is float32 without x64)."""
+    return conv.convert_element_type(x, dtype=_canonical(dtype))
+
+
+def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any = None) -> Any:
+    """Convert lists, tuples, scalars and NumPy arrays to an array (no copy when possible)."""
+    target = _canonical(dtype)
+    if isinstance(a, core.Tracer) or hasattr(a, "aval"):
+        return a if target is None or a.dtype == target else astype(a, target)
+    if isinstance(a, (list, tuple)) and any(_is_array(e) or isinstance(e, (list, tuple))
+                                             for e in a):
+        if any(isinstance(e, core.Tracer) for e in _flat(a)):
+            return _stack_nested(a, target)
+    if isinstance(a, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+        aval = abstractify(a, 0, "asarray")
+        value, weak = np.asarray(a, dtype=target or aval.dtype), target is None and aval.weak_type
+        return conv.convert_element_type(value, dtype=value.dtype, weak_type=weak)
+    try:
+        value = np.asarray(a if not isinstance(a, (list, tuple)) else _to_numpy_nested(a))
+    except (ValueError, TypeError) as err:
+        raise TypeError(f"cannot convert {type(a).__name__} to an array: {err}") from None
+    if value.dtype == object or value.dtype.kind in "USV":
+        raise TypeError(f"cannot convert {type(a).__name__} with dtype {value.dtype} to an array; "
+                        f"supported dtypes: {dtypes.names_of(dtypes.SUPPORTED)}")
+    if target is None:
+        target = _default_for(a, value)
+    return conv.convert_element_type(value, dtype=target)
+
+
+def _default_for(original: Any, value: np.ndarray) -> np.dtype:
+    """Lists of Python numbers get JAX's defaults; NumPy arrays keep (canonical) dtypes."""
+    if isinstance(original, (list, tuple)) and value.dtype in (np.float64, np.int64, np.complex128):
+        leaves = list(_flat(original))
+        if not any(isinstance(e, (np.ndarray, np.generic)) for e in leaves):
+            kind = value.dtype.kind
+            return {"f": dtypes.default_float(), "i": dtypes.default_int(),
+                    "c": dtypes.default_complex()}[kind]
+    return dtypes.check_supported(dtypes.canonicalize(value.dtype), "array")
+
+
+def _flat(seq: Any) -> Any:
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def _to_numpy_nested(a: Any) -> Any:
+    return [(_to_numpy_nested(e) if isinstance(e, (list, tuple)) else
+             (np.asarray(e) if _is_array(e) else e)) for e in a]
+
+
+def _stack_nested(a: Any, dtype: Optional[np.dtype]) -> Any:
+    from transpiler.numpy import stack
+    parts = [_stack_nested(e, dtype) if isinstance(e, (list, tuple)) else asarray(e, dtype)
+             for e in a]
+    return stack(parts)
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str] = None,
+          ndmin: int = 0) -> Any:
+    """``jnp.array``: like `asarray`, always a new (immutable) array."""
+    out = asarray(object, dtype=dtype)  # arrays are immutable: sharing is a copy
+    while ndmin > out.ndim:
+        from transpiler.numpy import expand_dims
+        out = expand_dims(out, 0)
+    return out
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (builtins.int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(builtins.int(operator_index(d)) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a tuple of integers, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"negative dimensions are not allowed: {out}")
+    return out
+
+
+def operator_index(d: Any) -> int:
+    import operator
+    return operator.index(d)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+    from transpiler.numpy import broadcast_to
+    value = asarray(fill_value, dtype=dtype)
+    return broadcast_to(value, _shape(shape))
+
+
+def zeros(shape: Any, dtype: Any = None) -> Any:
+    return full(shape, 0, dtype=_canonical(dtype) or dtypes.default_float())
+
+
+def ones(shape: Any, dtype: Any = None) -> Any:
+    return full(shape, 1, dtype=_canonical(dtype) or dtypes.default_float())
+
+
+def empty(shape: Any, dtype: Any = None) -> Any:
+    return zeros(shape, dtype)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+    aval = abstractify(a, 0, "full_like")
+    return full(aval.shape if shape is None else shape, fill_value,
+                dtype=_canonical(dtype) or aval.dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return zeros_like(a, dtype, shape)
+
+
+def _static_number(value: Any, name: str, fn: str) -> Any:
+    if isinstance(value, core.Tracer):
+        raise core.shape_error(f"{fn}: `{name}` must be a concrete Python number, got a traced "
+                               "value", "the output shape depends on it; make it static")
+    return value.item() if hasattr(value, "item") and not isinstance(value, (builtins.int, builtins.float)) else value
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    """``jnp.arange`` with static bounds (the length is part of the shape)."""
+    start = _static_number(start, "start", "arange")
+    stop = _static_number(stop, "stop", "arange") if stop is not None else None
+    step = _static_number(step, "step", "arange") if step is not None else None
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    length = builtins.max(builtins.int(math.ceil((stop - start) / step)), 0)
+    if dtype is None:
+        is_int = builtins.all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
+        target = dtypes.default_int() if is_int else dtypes.default_float()
+    else:
+        target = _canonical(dtype)
+    index = conv.iota(dtype=target if target != dtypes.bool_ else dtypes.int32,
+                      shape=(length,), dimension=0)
+    if step != 1:
+        index = index * step
+    if start != 0:
+        index = index + start
+    return astype(index, target)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    """Evenly spaced numbers; `start` and `stop` may be arrays (traced or not)."""
+    from transpiler.numpy import expand_dims, moveaxis
+    num = builtins.int(_static_number(num, "num", "linspace"))
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    target = _canonical(dtype) or dtypes.default_float()
+    compute = target if dtypes.is_float(target) else dtypes.default_float()
+    start_a = astype(asarray(start), compute)
+    stop_a = astype(asarray(stop), compute)
+    div = (num - 1) if endpoint else num
+    steps = astype(conv.iota(dtype=dtypes.int32, shape=(num,), dimension=0), compute)
+    delta = stop_a - start_a
+    shape_extra = start_a.ndim if start_a.ndim >= stop_a.ndim else stop_a.ndim
+    for _ in range(shape_extra):
+        steps = expand_dims(steps, -1)
+    if div > 0:
+        step = delta / div
+        out = start_a + steps * step
+        if endpoint and num > 1:
+            from transpiler.numpy import where
+            out = where(steps == num - 1, stop_a + 0 * out, out)
+    else:
+        step = delta * np.nan
+        out = start_a + steps * delta
+    if axis != 0 and out.ndim > 1:
+        out = moveaxis(out, 0, axis)
+    out = astype(out, target)
+    return (out, step) if retstep else out
+
+
+def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
+    M = N if M is None else M
+    target = _canonical(dtype) or dtypes.default_float()
+    rows = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=0)
+    cols = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=1)
+    return astype(rows + k == cols, target)
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
+    M = N if M is None else M
+    rows = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=0)
+    cols = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=1)
+    return astype(cols <= rows + k, _canonical(dtype) or dtypes.default_float())

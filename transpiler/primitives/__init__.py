@@ -1,0 +1,11 @@
+"""The primitive registry: importing this package registers every primitive.
+
+``REGISTRY`` maps names to `Primitive` objects; tests iterate it so that a primitive
+without a rule fails loudly.
+"""
+
+from transpiler.primitives import (conversions, dot, elementwise, indexing,  # noqa: F401
+                                   reductions, shape)
+from transpiler.primitives.core import REGISTRY, Primitive, ShapedArray, bind
+
+__all__ = ["REGISTRY", "Primitive", "ShapedArray", "bind"]

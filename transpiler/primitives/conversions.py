@@ -1,0 +1,135 @@
+"""Dtype conversion, selection, integer powers and iota."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from transpiler import dtypes
+from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
+from transpiler.primitives.core import (ShapedArray, broadcast_shapes, define, dtype_error,
+                                        promote_avals, shape_error)
+
+
+# convert_element_type(x, dtype, weak_type): NumPy's astype; float -> bool is x != 0.
+def _convert_eval(x: ShapedArray, *, dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.check_supported(dtype, "astype target"), weak_type)
+
+
+def _convert_impl(x: np.ndarray, *, dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return x.astype(dtype)
+
+
+def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype, weak_type: bool = False) -> Any:
+    return ctx.convert(x, ctx.avals_in[0], dtype)
+
+
+convert_element_type = define("convert_element_type", impl=_convert_impl,
+                              abstract_eval=_convert_eval, lower=_convert_lower)
+
+
+# bitcast_convert_type(x, dtype): reinterpret bits between types of equal width.
+def _bitcast_eval(x: ShapedArray, *, dtype: np.dtype) -> ShapedArray:
+    if x.dtype.itemsize != np.dtype(dtype).itemsize:
+        raise dtype_error(f"bitcast_convert_type: {x.dtype} and {dtype} have different widths")
+    return ShapedArray(x.shape, np.dtype(dtype))
+
+
+bitcast_convert_type = define(
+    "bitcast_convert_type", impl=lambda x, *, dtype: x.view(dtype),
+    abstract_eval=_bitcast_eval,
+    lower=lambda ctx, x, *, dtype: ctx.op("stablehlo.bitcast_convert", [x]),
+    differentiable=False)
+
+
+# select(pred, on_true, on_false): jnp.where with a boolean predicate.
+def _select_eval(pred: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    if pred.dtype != dtypes.bool_:
+        raise dtype_error(f"where: the condition must be boolean, got {pred.dtype}")
+    shape = broadcast_shapes("where", pred.shape, x.shape, y.shape)
+    dtype, weak = promote_avals(x, y)
+    return ShapedArray(shape, dtype, weak)
+
+
+def _select_impl(pred: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.where(pred, x, y)
+
+
+def _select_lower(ctx: LoweringContext, pred: Any, x: Any, y: Any) -> Any:
+    ap, ax, ay = ctx.avals_in
+    out = ctx.aval_out
+    pred = ctx.broadcast(pred, ap, out.shape)
+    x = ctx.coerce(x, ax, out.shape, out.dtype)
+    y = ctx.coerce(y, ay, out.shape, out.dtype)
+    return ctx.op("stablehlo.select", [pred, x, y])
+
+
+select = define("select", impl=_select_impl, abstract_eval=_select_eval, lower=_select_lower)
+
+
+# integer_pow(x, y): x ** y for a static Python int y, by repeated squaring (exact for ints,
+# and defined for negative floats, unlike pow(x, 2.0) through exp/log).
+def _integer_pow_eval(x: ShapedArray, *, y: int) -> ShapedArray:
+    if y < 0 and not dtypes.is_float(x.dtype):
+        raise dtype_error(f"integers to negative integer powers are not allowed ({x.dtype} ** {y})")
+    return x
+
+
+def _integer_pow_impl(x: np.ndarray, *, y: int) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        work = x.astype(np.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+        return np.power(work, y) if y >= 0 else 1 / np.power(work, -y)
+
+
+def _integer_pow_lower(ctx: LoweringContext, x: Any, *, y: int) -> Any:
+    (aval,) = ctx.avals_in
+    result = None
+    base, n = x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else ctx.op("stablehlo.multiply", [result, base])
+        n >>= 1
+        if n:
+            base = ctx.op("stablehlo.multiply", [base, base])
+    if result is None:
+        return ctx.constant(1, aval.dtype, aval.shape)
+    if y < 0:
+        result = ctx.op("stablehlo.divide", [ctx.constant(1, aval.dtype, aval.shape), result])
+    return result
+
+
+integer_pow = define("integer_pow", impl=_integer_pow_impl, abstract_eval=_integer_pow_eval,
+                     lower=_integer_pow_lower)
+
+
+# iota(dtype, shape, dimension): 0, 1, 2, ... along `dimension` (jnp.arange, eye, masks).
+def _iota_eval(*, dtype: np.dtype, shape: Sequence[int], dimension: int) -> ShapedArray:
+    if not 0 <= dimension < max(len(shape), 1):
+        raise shape_error(f"iota: dimension {dimension} out of range for shape {tuple(shape)}")
+    return ShapedArray(tuple(shape), np.dtype(dtype))
+
+
+def _iota_impl(*, dtype: np.dtype, shape: Sequence[int], dimension: int) -> np.ndarray:
+    index = np.arange(shape[dimension], dtype=dtype) if shape else np.zeros((), dtype)
+    view = [1] * len(shape)
+    if shape:
+        view[dimension] = shape[dimension]
+    return np.broadcast_to(index.reshape(view), tuple(shape)).copy()
+
+
+def _iota_lower(ctx: LoweringContext, *, dtype: np.dtype, shape: Sequence[int],
+                dimension: int) -> Any:
+    return ctx.op("stablehlo.iota", [], tensor_type(shape, dtype),
+                  {"iota_dimension": ir_i64(dimension)})
+
+
+def ir_i64(value: int) -> Any:
+    from iree.compiler import ir
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+iota = define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_lower,
+              differentiable=False)
+

@@ -1,0 +1,219 @@
+"""Primitives: one definition per operation, with all of its rules side by side.
+
+A `Primitive` carries the rules every transformation needs:
+
+==================  ==========================================================
+``impl``            the eager NumPy computation (inputs already in their dtypes)
+``abstract_eval``   output `ShapedArray` from input ones; errors at the user's line
+``lower``           emits StableHLO through ``iree.compiler.ir`` (see lowering/)
+``jvp``             forward-mode rule (source template) -- filled by the forward-AD issue
+``vjp``             reverse-mode adjoint template -- filled by the reverse-AD issue
+``batch``           vmap rule -- filled by the vmap issue
+==================  ==========================================================
+
+`bind` runs a primitive: with NumPy values it computes eagerly and wraps the result in an
+`Array`; when any operand is a `Tracer` it appends the operation to the trace instead. The
+output dtype always comes from ``abstract_eval``, so eager and staged results agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from transpiler import dtypes
+from transpiler.errors import DTypeError, ShapeError, TranspileError, located
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, **changes: Any) -> "ShapedArray":
+        fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type}
+        fields.update(changes)
+        return ShapedArray(**fields)
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+
+class Primitive:
+    """A primitive operation and its table of rules (see the module docstring)."""
+
+    def __init__(self, name: str, *, impl: Callable, abstract_eval: Callable, lower: Callable,
+                 multiple_results: bool = False, differentiable: bool = True,
+                 doc: str = "") -> None:
+        self.name = name
+        self.impl = impl
+        self.abstract_eval = abstract_eval
+        self.lower = lower
+        self.multiple_results = multiple_results
+        self.differentiable = differentiable
+        self.__doc__ = doc or f"The `{name}` primitive."
+        # Slots the transformation issues fill in; reserved here so every primitive has them.
+        self.jvp: Optional[Any] = None
+        self.vjp: Optional[Any] = None
+        self.batch: Optional[Any] = None
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        return bind(self, args, params)
+
+    __call__ = bind
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name})"
+
+
+REGISTRY: dict[str, Primitive] = {}
+
+
+def register(prim: Primitive) -> Primitive:
+    if prim.name in REGISTRY:
+        raise ValueError(f"primitive {prim.name!r} registered twice")
+    REGISTRY[prim.name] = prim
+    return prim
+
+
+def define(name: str, *, impl: Callable, abstract_eval: Callable, lower: Callable,
+           **kwargs: Any) -> Primitive:
+    """Create and register a primitive in one call."""
+    return register(Primitive(name, impl=impl, abstract_eval=abstract_eval, lower=lower, **kwargs))
+
+
+# --- values: what bind accepts ------------------------------------------------------------
+
+class Tracer:
+    """Marker base class; the real Tracer lives in lowering/tracer.py."""
+
+    __slots__ = ()
+    aval: ShapedArray
+
+
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+
+
+def abstractify(value: Any, position: int = 0, prim: str = "") -> ShapedArray:
+    """The `ShapedArray` of an operand, with JAX's canonical dtypes and weak scalars."""
+    if isinstance(value, Tracer):
+        return value.aval
+    aval = getattr(value, "aval", None)  # eager Array
+    if aval is not None:
+        return aval
+    if isinstance(value, (bool, int, float, complex)):
+        dtype, weak = dtypes.scalar_dtype(value)
+        if isinstance(value, int) and not isinstance(value, bool) and dtype == dtypes.int32:
+            if not _INT32_RANGE[0] <= value <= _INT32_RANGE[1]:
+                raise located(OverflowError, f"Python int {value} is too large for int32; "
+                              "enable x64 or pass an explicit dtype")
+        return ShapedArray((), dtype, weak)
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "block_until_ready"):
+        dt = dtypes.canonicalize(value.dtype)
+        dtypes.check_supported(dt, f"argument {position} of {prim}" if prim else "array")
+        return ShapedArray(tuple(value.shape), dt, False)
+    where = f"{prim} requires" if prim else "expected"
+    raise located(DTypeError, f"{where} ndarray or scalar arguments, got "
+                  f"{type(value).__name__} at position {position}",
+                  "convert lists and tuples with jnp.array(...) first")
+
+
+def to_numpy(value: Any, aval: ShapedArray) -> np.ndarray:
+    """The NumPy value of a concrete operand, in its aval's dtype."""
+    if isinstance(value, Tracer):
+        raise located(TranspileError, f"a traced value ({value.aval}) escaped from the jit "
+                      "trace that created it", "return values from jitted functions instead "
+                      "of storing them in globals or closures")
+    raw = getattr(value, "_value", None)  # eager Array: already immutable
+    if raw is None:
+        raw = np.asarray(value)
+        if raw.flags.writeable:  # the user's array: give rules a read-only view of it
+            raw = raw.view()
+            raw.flags.writeable = False
+    if raw.dtype != aval.dtype:
+        raw = raw.astype(aval.dtype)
+    return raw
+
+
+# Installed by transpiler/array.py (it imports this module): wraps eager results.
+_hooks: dict[str, Callable] = {}
+
+# The traces being built, innermost last (see lowering/trace.py). While one is active every
+# primitive is staged into it -- including those whose operands are all concrete, so
+# ``jnp.zeros((1000, 1000))`` inside ``jit`` is a broadcast op, not a 4 MB constant.
+trace_stack: list[Any] = []
+
+
+def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+    """Run `prim` eagerly, or stage it into the innermost active trace."""
+    avals = [abstractify(a, i, prim.name) for i, a in enumerate(args)]
+    out_aval = prim.abstract_eval(*avals, **params)
+    if trace_stack:
+        return trace_stack[-1].emit(prim, args, avals, out_aval, params)
+    values = [to_numpy(a, aval) for a, aval in zip(args, avals)]
+    out = prim.impl(*values, **params)
+    wrap = _hooks["wrap"]
+    if prim.multiple_results:
+        return tuple(wrap(o, av) for o, av in zip(out, out_aval))
+    return wrap(out, out_aval)
+
+
+# --- helpers for abstract_eval rules -----------------------------------------------------
+
+def shape_error(message: str, hint: str = "") -> ShapeError:
+    return located(ShapeError, message, hint)  # type: ignore[return-value]
+
+
+def dtype_error(message: str, hint: str = "") -> DTypeError:
+    return located(DTypeError, message, hint)  # type: ignore[return-value]
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting of shapes; the error names the operation and the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for dims in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            shown = " and ".join(str(list(s)) for s in shapes)
+            raise shape_error(f"{op}: shapes {shown} cannot be broadcast together",
+                              "shapes must be equal or 1 in each dimension, aligned from the right")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def promote_avals(*avals: ShapedArray) -> tuple[np.dtype, bool]:
+    return dtypes.promote(*[(a.dtype, a.weak_type) for a in avals])
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise shape_error(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """``axis=None|int|tuple`` -> a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    axes = tuple(sorted(normalize_axis(int(a), ndim, op) for a in axis))
+    if len(set(axes)) != len(axes):
+        raise shape_error(f"{op}: repeated axis in {tuple(axis)}")
+    return axes

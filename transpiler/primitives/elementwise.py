@@ -1,0 +1,282 @@
+"""Elementwise primitives: NumPy broadcasting and JAX dtype promotion, one line each.
+
+``def_unary``/``def_binary`` build the whole rule table of an elementwise op from its
+NumPy function and its StableHLO op name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from transpiler import dtypes
+from transpiler.lowering.builder import LoweringContext, tensor_type
+from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes, define,
+                                        dtype_error, promote_avals)
+
+# Which inputs an op accepts and what it returns:
+#   "float":  any number; ints and bools are promoted to the default float (like jnp.sin)
+#   "number": any number, result has the input dtype (like jnp.abs)
+#   "int":    integers and bools only (bitwise ops)
+#   "bool":   inputs are converted to bool, result is bool (logical ops)
+#   "test":   any number, result is bool (isnan, comparisons)
+
+
+def _result_dtype(name: str, kind: str, dtype: np.dtype, weak: bool) -> tuple[np.dtype, bool]:
+    if kind == "float" and not dtypes.is_float(dtype):
+        return dtypes.default_float(), weak
+    if kind == "int" and not (dtypes.is_int(dtype) or dtype == dtypes.bool_):
+        raise dtype_error(f"{name} requires integer or boolean arguments, got {dtype}")
+    if kind == "number" and dtype == dtypes.bool_ and name in ("negative", "sign"):
+        raise dtype_error(f"{name} does not accept boolean arguments",
+                          "convert with .astype(int) first")
+    if kind in ("bool", "test"):
+        return dtypes.bool_, False
+    return dtype, weak
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy computes in: half types go through float32 as on XLA's CPU."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+def _eager(fn: Callable, arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    work = compute_dtype(dtype)
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*[a.astype(work, copy=False) for a in arrays]))
+
+
+def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float",
+              lower: Optional[Callable] = None) -> Primitive:
+    """An elementwise unary primitive: ``y = np_fn(x)``, lowered to op `hlo`."""
+
+    def abstract_eval(x: ShapedArray) -> ShapedArray:
+        dtype, weak = _result_dtype(name, kind, x.dtype, x.weak_type)
+        return ShapedArray(x.shape, dtype, weak)
+
+    def impl(x: np.ndarray) -> np.ndarray:
+        operand_dtype = dtypes.bool_ if kind == "bool" else \
+            abstract_eval(ShapedArray(x.shape, x.dtype)).dtype if kind != "test" else x.dtype
+        return _eager(np_fn, [x], operand_dtype)
+
+    def default_lower(ctx: LoweringContext, x: Any) -> Any:
+        (aval,), out = ctx.avals_in, ctx.aval_out
+        operand_dtype = aval.dtype if kind == "test" else out.dtype
+        x = ctx.convert(x, aval, operand_dtype)
+        return ctx.op(hlo, [x])  # type: ignore[arg-type]
+
+    return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
+                  differentiable=kind in ("float", "number"))
+
+
+def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "number",
+               lower: Optional[Callable] = None, direction: Optional[str] = None) -> Primitive:
+    """An elementwise binary primitive with broadcasting and promotion."""
+
+    def operand_dtype(x: ShapedArray, y: ShapedArray) -> tuple[np.dtype, bool]:
+        if kind == "bool":
+            return dtypes.bool_, False
+        dtype, weak = promote_avals(x, y)
+        if kind in ("int", "float"):
+            dtype, weak = _result_dtype(name, kind, dtype, weak)
+        return dtype, weak
+
+    def abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+        shape = broadcast_shapes(name, x.shape, y.shape)
+        dtype, weak = operand_dtype(x, y)
+        if kind == "test":
+            return ShapedArray(shape, dtypes.bool_, False)
+        return ShapedArray(shape, dtype, weak)
+
+    def impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        dtype = operand_dtype(ShapedArray(x.shape, x.dtype), ShapedArray(y.shape, y.dtype))[0]
+        if kind == "bool":
+            x, y = x.astype(bool), y.astype(bool)
+        return _eager(np_fn, [x.astype(dtype), y.astype(dtype)], dtype)
+
+    def default_lower(ctx: LoweringContext, x: Any, y: Any) -> Any:
+        ax, ay = ctx.avals_in
+        out = ctx.aval_out
+        dtype = operand_dtype(ax, ay)[0]
+        x = ctx.coerce(x, ax, out.shape, dtype)
+        y = ctx.coerce(y, ay, out.shape, dtype)
+        if direction is not None:
+            return ctx.compare(x, y, direction, dtype, out.shape)
+        return ctx.op(hlo, [x, y])  # type: ignore[arg-type]
+
+    return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
+                  differentiable=kind in ("float", "number"))
+
+
+# --- lowerings that are more than one op -----------------------------------------------
+
+def _lower_isnan(ctx: LoweringContext, x: Any) -> Any:
+    (aval,) = ctx.avals_in
+    if not dtypes.is_float(aval.dtype):
+        return ctx.constant(False, dtypes.bool_, aval.shape)
+    return ctx.compare(x, x, "NE", aval.dtype, aval.shape)
+
+
+def _lower_isfinite(ctx: LoweringContext, x: Any) -> Any:
+    (aval,) = ctx.avals_in
+    if not dtypes.is_float(aval.dtype):
+        return ctx.constant(True, dtypes.bool_, aval.shape)
+    return ctx.op("stablehlo.is_finite", [x])
+
+
+def _lower_arctan(ctx: LoweringContext, x: Any) -> Any:
+    (aval,), out = ctx.avals_in, ctx.aval_out
+    x = ctx.convert(x, aval, out.dtype)
+    one = ctx.constant(1, out.dtype, out.shape)
+    return ctx.op("stablehlo.atan2", [x, one])
+
+
+def _lower_abs_sign(hlo: str) -> Callable:
+    def lower(ctx: LoweringContext, x: Any) -> Any:
+        (aval,) = ctx.avals_in
+        if aval.dtype == dtypes.bool_ or aval.dtype.kind == "u":
+            if hlo == "stablehlo.abs":
+                return x
+            zero = ctx.constant(0, aval.dtype, aval.shape)
+            return ctx.convert(ctx.compare(x, zero, "NE", aval.dtype, aval.shape),
+                               ShapedArray(aval.shape, dtypes.bool_), aval.dtype)
+        return ctx.op(hlo, [x])
+    return lower
+
+
+def _int_safe_divisor(ctx: LoweringContext, x: Any, y: Any, dtype: np.dtype,
+                      shape: tuple) -> tuple[Any, Any]:
+    """Integer division traps on x86 for y == 0 and INT_MIN / -1: replace those divisors by 1.
+
+    Returns (safe divisor, mask of y == 0); NumPy's answer for y == 0 is 0."""
+    zero = ctx.constant(0, dtype, shape)
+    one = ctx.constant(1, dtype, shape)
+    is_zero = ctx.compare(y, zero, "EQ", dtype, shape)
+    bad = is_zero
+    if dtype.kind == "i":
+        minimum = ctx.constant(np.iinfo(dtype).min, dtype, shape)
+        minus_one = ctx.constant(-1, dtype, shape)
+        overflow = ctx.op("stablehlo.and", [ctx.compare(x, minimum, "EQ", dtype, shape),
+                                            ctx.compare(y, minus_one, "EQ", dtype, shape)],
+                          tensor_type(shape, dtypes.bool_))
+        bad = ctx.op("stablehlo.or", [is_zero, overflow], tensor_type(shape, dtypes.bool_))
+    return ctx.op("stablehlo.select", [bad, one, y]), is_zero
+
+
+def _prepare(ctx: LoweringContext, x: Any, y: Any) -> tuple[Any, Any, np.dtype, tuple]:
+    ax, ay = ctx.avals_in
+    out = ctx.aval_out
+    dtype, shape = out.dtype, out.shape
+    return ctx.coerce(x, ax, shape, dtype), ctx.coerce(y, ay, shape, dtype), dtype, shape
+
+
+def _lower_floor_divide(ctx: LoweringContext, x: Any, y: Any) -> Any:
+    x, y, dtype, shape = _prepare(ctx, x, y)
+    if dtypes.is_float(dtype):
+        return ctx.op("stablehlo.floor", [ctx.op("stablehlo.divide", [x, y])])
+    if dtype == dtypes.bool_:
+        return ctx.op("stablehlo.and", [x, y])
+    safe, is_zero = _int_safe_divisor(ctx, x, y, dtype, shape)
+    q = ctx.op("stablehlo.divide", [x, safe])  # rounds toward zero
+    if dtype.kind == "i":  # Python floors: subtract 1 where the signs differ and r != 0
+        r = ctx.op("stablehlo.remainder", [x, safe])
+        zero = ctx.constant(0, dtype, shape)
+        r_nonzero = ctx.compare(r, zero, "NE", dtype, shape)
+        signs_differ = ctx.compare(ctx.compare(r, zero, "LT", dtype, shape),
+                                   ctx.compare(safe, zero, "LT", dtype, shape), "NE",
+                                   dtypes.bool_, shape)
+        fix = ctx.op("stablehlo.and", [r_nonzero, signs_differ], tensor_type(shape, dtypes.bool_))
+        q = ctx.op("stablehlo.select", [fix, ctx.op("stablehlo.subtract",
+                                                    [q, ctx.constant(1, dtype, shape)]), q])
+    return ctx.op("stablehlo.select", [is_zero, ctx.constant(0, dtype, shape), q])
+
+
+def _lower_remainder(ctx: LoweringContext, x: Any, y: Any) -> Any:
+    x, y, dtype, shape = _prepare(ctx, x, y)
+    if dtype == dtypes.bool_:
+        return ctx.op("stablehlo.and", [x, ctx.op("stablehlo.not", [y])])
+    is_zero = None
+    divisor = y
+    if not dtypes.is_float(dtype):
+        divisor, is_zero = _int_safe_divisor(ctx, x, y, dtype, shape)
+    r = ctx.op("stablehlo.remainder", [x, divisor])  # sign of x, like C's fmod
+    if dtype.kind != "u":  # Python's sign convention: the result takes the sign of y
+        zero = ctx.constant(0, dtype, shape)
+        fix = ctx.op("stablehlo.and", [
+            ctx.compare(r, zero, "NE", dtype, shape),
+            ctx.compare(ctx.compare(r, zero, "LT", dtype, shape),
+                        ctx.compare(divisor, zero, "LT", dtype, shape), "NE", dtypes.bool_, shape)],
+            tensor_type(shape, dtypes.bool_))
+        r = ctx.op("stablehlo.select", [fix, ctx.op("stablehlo.add", [r, divisor]), r])
+    if is_zero is not None:
+        r = ctx.op("stablehlo.select", [is_zero, ctx.constant(0, dtype, shape), r])
+    return r
+
+
+def _lower_right_shift(ctx: LoweringContext, x: Any, y: Any) -> Any:
+    x, y, dtype, shape = _prepare(ctx, x, y)
+    hlo = "stablehlo.shift_right_logical" if dtype.kind == "u" else \
+        "stablehlo.shift_right_arithmetic"
+    return ctx.op(hlo, [x, y])
+
+
+def _np_round(x: np.ndarray) -> np.ndarray:
+    return np.round(x) if dtypes.is_float(x.dtype) else x
+
+
+def _np_sign(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) if x.dtype != np.bool_ else x
+
+
+# --- the table ----------------------------------------------------------------------------
+exp = def_unary("exp", np.exp, "stablehlo.exponential")
+log = def_unary("log", np.log, "stablehlo.log")
+log1p = def_unary("log1p", np.log1p, "stablehlo.log_plus_one")
+expm1 = def_unary("expm1", np.expm1, "stablehlo.exponential_minus_one")
+sqrt = def_unary("sqrt", np.sqrt, "stablehlo.sqrt")
+rsqrt = def_unary("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt")
+cbrt = def_unary("cbrt", np.cbrt, "stablehlo.cbrt")
+sin = def_unary("sin", np.sin, "stablehlo.sine")
+cos = def_unary("cos", np.cos, "stablehlo.cosine")
+tan = def_unary("tan", np.tan, "stablehlo.tan")
+tanh = def_unary("tanh", np.tanh, "stablehlo.tanh")
+arctan = def_unary("arctan", np.arctan, None, lower=_lower_arctan)
+logistic = def_unary("logistic", lambda x: 0.5 * (np.tanh(0.5 * x) + 1), "stablehlo.logistic")
+floor = def_unary("floor", np.floor, "stablehlo.floor", kind="number")
+ceil = def_unary("ceil", np.ceil, "stablehlo.ceil", kind="number")
+round_ = def_unary("round", _np_round, "stablehlo.round_nearest_even", kind="number")
+abs_ = def_unary("abs", np.abs, "stablehlo.abs", kind="number",
+                 lower=_lower_abs_sign("stablehlo.abs"))
+negative = def_unary("negative", np.negative, "stablehlo.negate", kind="number")
+sign = def_unary("sign", _np_sign, "stablehlo.sign", kind="number",
+                 lower=_lower_abs_sign("stablehlo.sign"))
+isnan = def_unary("isnan", np.isnan, None, kind="test", lower=_lower_isnan)
+isfinite = def_unary("isfinite", np.isfinite, None, kind="test", lower=_lower_isfinite)
+logical_not = def_unary("logical_not", np.logical_not, "stablehlo.not", kind="bool")
+invert = def_unary("invert", np.invert, "stablehlo.not", kind="int")
+
+add = def_binary("add", np.add, "stablehlo.add")
+subtract = def_binary("subtract", np.subtract, "stablehlo.subtract")
+multiply = def_binary("multiply", np.multiply, "stablehlo.multiply")
+true_divide = def_binary("true_divide", np.true_divide, "stablehlo.divide", kind="float")
+floor_divide = def_binary("floor_divide", np.floor_divide, None, lower=_lower_floor_divide)
+remainder = def_binary("remainder", np.remainder, None, lower=_lower_remainder)
+power = def_binary("power", np.power, "stablehlo.power")
+maximum = def_binary("maximum", np.maximum, "stablehlo.maximum")
+minimum = def_binary("minimum", np.minimum, "stablehlo.minimum")
+arctan2 = def_binary("arctan2", np.arctan2, "stablehlo.atan2", kind="float")
+equal = def_binary("equal", np.equal, None, kind="test", direction="EQ")
+not_equal = def_binary("not_equal", np.not_equal, None, kind="test", direction="NE")
+less = def_binary("less", np.less, None, kind="test", direction="LT")
+less_equal = def_binary("less_equal", np.less_equal, None, kind="test", direction="LE")
+greater = def_binary("greater", np.greater, None, kind="test", direction="GT")
+greater_equal = def_binary("greater_equal", np.greater_equal, None, kind="test", direction="GE")
+logical_and = def_binary("logical_and", np.logical_and, "stablehlo.and", kind="bool")
+logical_or = def_binary("logical_or", np.logical_or, "stablehlo.or", kind="bool")
+logical_xor = def_binary("logical_xor", np.logical_xor, "stablehlo.xor", kind="bool")
+bitwise_and = def_binary("bitwise_and", np.bitwise_and, "stablehlo.and", kind="int")
+bitwise_or = def_binary("bitwise_or", np.bitwise_or, "stablehlo.or", kind="int")
+bitwise_xor = def_binary("bitwise_xor", np.bitwise_xor, "stablehlo.xor", kind="int")
+left_shift = def_binary("left_shift", np.left_shift, "stablehlo.shift_left", kind="int")
+right_shift = def_binary("right_shift", np.right_shift, None, kind="int", lower=_lower_right_shift)
