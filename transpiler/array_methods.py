@@ -87,6 +87,15 @@ class ArrayMethods:
     conj, conjugate = _forward("conj"), _forward("conj")
     nonzero, sort, argsort = _forward("nonzero"), _forward("sort"), _forward("argsort")
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs on our arrays run as `transpiler.numpy` functions (JAX semantics):
+        ``np_array + x`` and ``np.sin(x)`` work eagerly, on device results and under jit."""
+        fn = getattr(_jnp(), ufunc.__name__, None)
+        if method != "__call__" or fn is None or kwargs:
+            host = [np.asarray(i) if isinstance(i, ArrayMethods) else i for i in inputs]
+            return getattr(ufunc, method)(*host, **kwargs)
+        return fn(*inputs)
+
     def __getitem__(self, index: Any) -> Any:
         return _jnp().getitem(self, index)
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 import runtime
+from iree.runtime import HalBufferView, VmVariantList
 from transpiler import tree_util
 from transpiler.array import Array, DeviceArray
 from transpiler.compiler import compile_vmfb, lower_to_stage
@@ -49,9 +50,13 @@ class Executable:
         self.device = _resolve_device(device, work)
         self.target = target
         self.vmfb = compile_vmfb(staged.bytecode(), target)
-        self.module = runtime.load(self.vmfb, self.device)
-        self._invoke = self.module[staged.name].invoke_flat
+        self.module = runtime.load(self.vmfb, self.device, array_class=DeviceArray)
+        function = self.module[staged.name]
+        self._invoke = function.invoke_flat
+        self._context_invoke = function._context.invoke
+        self._vm_function = function._vm_function
         self._out = [(a.dtype, a.shape) for a in self.out_avals]
+        self._single = out_tree == tree_util.tree_structure(0)
 
     def _buffer(self, leaf: Any, aval: ShapedArray) -> Any:
         if isinstance(leaf, runtime.DeviceArray) and leaf.dtype == aval.dtype:
@@ -69,6 +74,24 @@ class Executable:
 
     def __call__(self, leaves: Sequence[Any]) -> Any:
         return tree_util.tree_unflatten(self.out_tree, self.call_flat(leaves))
+
+    def call_device_arrays(self, args: Sequence[Any]) -> Any:
+        """The hot path: every argument is already a DeviceArray of the right type."""
+        arg_list = VmVariantList(len(args))
+        for a in args:
+            arg_list.push_ref(a._bv)
+        ret_list = VmVariantList(len(self._out))
+        try:
+            self._context_invoke(self._vm_function, arg_list, ret_list)
+        except Exception as err:
+            raise RuntimeError(f"{self.staged.name}() failed in IREE: {err}") from err
+        device, wrap, get = self.device, DeviceArray._wrap, ret_list.get_as_object
+        if self._single:
+            dt, shape = self._out[0]
+            return wrap(get(0, HalBufferView), device, dt, shape)
+        outs = [wrap(get(i, HalBufferView), device, dt, shape)
+                for i, (dt, shape) in enumerate(self._out)]
+        return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 class Lowered:
@@ -124,9 +147,11 @@ class Compiled:
 
 def _fast_signature(arg: Any) -> Any:
     t = type(arg)
-    if t is DeviceArray or t is Array or t is np.ndarray:
+    if t is DeviceArray:
+        return (arg._shape, arg._dtype, arg._device)
+    if t is Array or t is np.ndarray:
         return (t, arg.shape, arg.dtype)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or isinstance(arg, np.generic):
         return t
     return None
 
@@ -153,12 +178,17 @@ class Jitted:
             return self._fun(*args, **kwargs)
         if not kwargs:
             fast_key = tuple(map(_fast_signature, args))
-            executable = self._fast.get(fast_key)
-            if executable is not None:
-                return executable(args)
+            entry = self._fast.get(fast_key)
+            if entry is not None:
+                executable, on_device = entry
+                return executable.call_device_arrays(args) if on_device else executable(args)
         executable, leaves, fast_key = self._specialize(args, kwargs)
         if fast_key is not None:
-            self._fast[fast_key] = executable
+            on_device = all(type(a) is DeviceArray and (a._device is executable.device or
+                                                        a._device.platform == "cpu" ==
+                                                        executable.device.platform)
+                            for a in args)
+            self._fast[fast_key] = (executable, on_device)
         return executable(leaves)
 
     def _split(self, args: Sequence[Any], kwargs: dict) -> tuple[Any, Any, Any]:
