@@ -4,7 +4,7 @@
     import transpiler.numpy as jnp
 """
 
-from transpiler import dtypes, lax, primitives, tree_util  # noqa: F401
+from transpiler import dtypes, lax, nn, primitives, random, tree_util  # noqa: F401
 from transpiler.array import Array, DeviceArray
 from transpiler.config import config
 from transpiler.errors import TranspileError

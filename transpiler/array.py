@@ -128,7 +128,8 @@ class DeviceArray(ArrayMethods, runtime.DeviceArray):
 def _wrap(value: Any, aval: ShapedArray) -> Array:
     out = np.asarray(value)
     if out.dtype != aval.dtype:
-        out = out.astype(aval.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # casts wrap silently, as in JAX
+            out = out.astype(aval.dtype)
     if out.shape != aval.shape:  # a rule's impl and abstract_eval disagree: our bug
         raise AssertionError(f"impl gave shape {out.shape}, abstract_eval {aval.shape}")
     if _aliases_writeable(out):  # a view of the user's mutable array: Arrays are immutable

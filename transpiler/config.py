@@ -25,13 +25,16 @@ def _env_flag(name: str, default: bool) -> bool:
 class Config:
     """Holds the flags. Use ``config.update(name, value)`` or attribute access."""
 
-    _ALIASES = {"jax_enable_x64": "enable_x64"}
+    _ALIASES = {"jax_enable_x64": "enable_x64",
+                "jax_threefry_partitionable": "threefry_partitionable"}
 
     def __init__(self) -> None:
         self.enable_x64: bool = _env_flag("TRANSPILER_ENABLE_X64", False)
         self.cache_dir: Path = Path(
             os.environ.get("TRANSPILER_CACHE_DIR", Path.home() / ".cache" / "transpiler")
         )
+        # JAX's default since 0.5: random bits computed so that they shard (same bits as JAX).
+        self.threefry_partitionable: bool = _env_flag("TRANSPILER_THREEFRY_PARTITIONABLE", True)
         self.disk_cache: bool = _env_flag("TRANSPILER_DISK_CACHE", True)
         self.default_device: str = os.environ.get("TRANSPILER_DEVICE", "auto")
         # Work (in elements touched per call) above which `auto` picks local-task.

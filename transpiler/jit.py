@@ -20,7 +20,6 @@ from transpiler import tree_util
 from transpiler.array import Array, DeviceArray
 from transpiler.compiler import compile_vmfb, lower_to_stage
 from transpiler.config import config
-from transpiler.errors import TranspileError
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify

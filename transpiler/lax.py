@@ -8,6 +8,7 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.primitives import conversions as conv
+from transpiler.primitives import dot as dot_p
 from transpiler.primitives import elementwise as ew
 
 add, sub, mul, div = ew.add, ew.subtract, ew.multiply, ew.true_divide
@@ -39,3 +40,12 @@ def iota(dtype: Any, size: int) -> Any:
 
 def broadcasted_iota(dtype: Any, shape: Any, dimension: int) -> Any:
     return conv.iota(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
+
+
+def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: Any = None) -> Any:
+    """``lax.dot_general``: contraction over explicit contracting and batch dimensions."""
+    return dot_p.dot_general(
+        lhs, rhs, dimension_numbers=dot_p.normalize_dimension_numbers(dimension_numbers),
+        preferred_element_type=None if preferred_element_type is None
+        else dtypes.canonicalize(preferred_element_type))

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from transpiler.config import config
-from transpiler.errors import TranspileError
 
 log = logging.getLogger("transpiler.compiler")
 

@@ -11,6 +11,8 @@ from transpiler import dtypes as _dtypes
 from transpiler.numpy.creation import *  # noqa: F401,F403
 from transpiler.numpy.math import *  # noqa: F401,F403
 from transpiler.numpy.shape import *  # noqa: F401,F403
+from transpiler.numpy.joining import *  # noqa: F401,F403
+from transpiler.numpy.matrices import *  # noqa: F401,F403
 from transpiler.numpy.reductions import *  # noqa: F401,F403
 from transpiler.numpy.products import *  # noqa: F401,F403
 from transpiler.numpy.indexing import *  # noqa: F401,F403

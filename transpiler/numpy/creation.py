@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any
         value = np.asarray(a if not isinstance(a, (list, tuple)) else _to_numpy_nested(a))
     except (ValueError, TypeError) as err:
         raise TypeError(f"cannot convert {type(a).__name__} to an array: {err}") from None
-    if value.dtype == object or value.dtype.kind in "USV":
+    if value.dtype == object or (value.dtype.kind in "USV" and value.dtype != dtypes.bfloat16):
         raise TypeError(f"cannot convert {type(a).__name__} with dtype {value.dtype} to an array; "
                         f"supported dtypes: {dtypes.names_of(dtypes.SUPPORTED)}")
     if target is None:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from transpiler import dtypes
-from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
+from transpiler.lowering.builder import LoweringContext, tensor_type
 from transpiler.primitives.core import (ShapedArray, broadcast_shapes, define, dtype_error,
                                         promote_avals, shape_error)
 

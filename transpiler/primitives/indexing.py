@@ -1,1 +1,287 @@
-"""(being written)"""
+"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather and scatter.
+
+Out-of-bounds semantics follow JAX (and are identical eagerly and under ``jit``):
+
+- ``dynamic_slice`` / ``dynamic_update_slice`` clamp their start indices so that the
+  window fits inside the operand (StableHLO's own rule).
+- ``gather`` clamps every index into ``[0, size - 1]``.
+- ``scatter`` drops updates whose index is out of bounds (JAX's ``mode="drop"``).
+
+None of them wraps negative indices: ``transpiler.numpy`` normalizes ``i < 0 -> i + n``
+before binding them, exactly like ``jax.numpy`` does.
+
+``gather(operand, indices)`` is NumPy advanced indexing of the *leading* ``k`` axes of
+`operand` by an integer array of shape ``(..., k)``: the result has shape
+``indices.shape[:-1] + operand.shape[k:]``. ``scatter(operand, indices, updates, mode=)``
+is its inverse (``updates.shape == indices.shape[:-1] + operand.shape[k:]``) with the
+combiner `mode` in ``"set" | "add" | "multiply" | "min" | "max"``.
+
+With duplicate indices ``"set"`` keeps the *last* update eagerly (NumPy's rule), while the
+order is unspecified under ``jit`` (XLA and IREE may apply updates in any order); the
+other modes combine all duplicates, so they agree up to floating-point rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from iree.compiler import ir
+
+from transpiler import dtypes
+from transpiler.lowering.builder import LoweringContext, attr, i64_array, tensor_type
+from transpiler.primitives.core import ShapedArray, define, dtype_error, shape_error
+
+SCATTER_MODES = ("set", "add", "multiply", "min", "max")
+
+
+def _check_index_dtype(aval: ShapedArray, op: str, what: str = "indices") -> None:
+    if not dtypes.is_int(aval.dtype):
+        raise dtype_error(f"{op}: {what} must be integers, got {aval.dtype}",
+                          "convert them with .astype(jnp.int32)")
+
+
+def _index_type(avals: Sequence[ShapedArray]) -> np.dtype:
+    """One integer type for a list of scalar indices (StableHLO wants them all alike)."""
+    return dtypes.int64 if any(a.dtype.itemsize == 8 for a in avals) else dtypes.int32
+
+
+# --- dynamic_slice(operand, *start_indices, slice_sizes) ------------------------------------
+def _dynamic_slice_eval(operand: ShapedArray, *starts: ShapedArray,
+                        slice_sizes: tuple[int, ...]) -> ShapedArray:
+    if len(starts) != operand.ndim or len(slice_sizes) != operand.ndim:
+        raise shape_error(f"dynamic_slice: an array of shape {list(operand.shape)} needs "
+                          f"{operand.ndim} start indices and slice sizes, got {len(starts)} "
+                          f"and {len(slice_sizes)}")
+    for start in starts:
+        _check_index_dtype(start, "dynamic_slice", "start indices")
+        if start.ndim:
+            raise shape_error(f"dynamic_slice: start indices must be scalars, got shape "
+                              f"{list(start.shape)}")
+    if any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+        raise shape_error(f"dynamic_slice: slice sizes {list(slice_sizes)} do not fit an "
+                          f"array of shape {list(operand.shape)}")
+    return operand.update(shape=tuple(slice_sizes))
+
+
+def _clamped_starts(shape: Sequence[int], sizes: Sequence[int],
+                    starts: Sequence[np.ndarray]) -> tuple[int, ...]:
+    return tuple(int(np.clip(int(s), 0, d - n)) for s, d, n in zip(starts, shape, sizes))
+
+
+def _dynamic_slice_impl(operand: np.ndarray, *starts: np.ndarray,
+                        slice_sizes: tuple[int, ...]) -> np.ndarray:
+    begin = _clamped_starts(operand.shape, slice_sizes, starts)
+    return operand[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))]
+
+
+def _convert_indices(ctx: LoweringContext, values: Sequence[Any],
+                     avals: Sequence[ShapedArray]) -> list[Any]:
+    target = _index_type(avals)
+    return [ctx.convert(v, a, target) for v, a in zip(values, avals)]
+
+
+def _dynamic_slice_lower(ctx: LoweringContext, operand: Any, *starts: Any,
+                         slice_sizes: tuple[int, ...]) -> Any:
+    if ctx.aval_out.size == 0 or not starts:
+        return ctx.constant(0, ctx.aval_out.dtype, ctx.aval_out.shape) if starts else operand
+    starts_ = _convert_indices(ctx, starts, ctx.avals_in[1:])
+    return ctx.op("stablehlo.dynamic_slice", [operand, *starts_],
+                  attributes={"slice_sizes": i64_array(slice_sizes)})
+
+
+dynamic_slice = define("dynamic_slice", impl=_dynamic_slice_impl,
+                       abstract_eval=_dynamic_slice_eval, lower=_dynamic_slice_lower)
+
+
+# --- dynamic_update_slice(operand, update, *start_indices) ---------------------------------
+def _dynamic_update_slice_eval(operand: ShapedArray, update: ShapedArray,
+                               *starts: ShapedArray) -> ShapedArray:
+    if update.ndim != operand.ndim or len(starts) != operand.ndim or any(
+            u > d for u, d in zip(update.shape, operand.shape)):
+        raise shape_error(f"dynamic_update_slice: an update of shape {list(update.shape)} "
+                          f"with {len(starts)} start indices does not fit an array of shape "
+                          f"{list(operand.shape)}", "the update needs the operand's rank, "
+                          "no larger sizes, and one scalar start index per axis")
+    if update.dtype != operand.dtype:
+        raise dtype_error(f"dynamic_update_slice: update dtype {update.dtype} differs from "
+                          f"the operand's {operand.dtype}", "convert the update with .astype")
+    for start in starts:
+        _check_index_dtype(start, "dynamic_update_slice", "start indices")
+        if start.ndim:
+            raise shape_error("dynamic_update_slice: start indices must be scalars")
+    return operand
+
+
+def _dynamic_update_slice_impl(operand: np.ndarray, update: np.ndarray,
+                               *starts: np.ndarray) -> np.ndarray:
+    begin = _clamped_starts(operand.shape, update.shape, starts)
+    out = operand.copy()
+    out[tuple(slice(b, b + n) for b, n in zip(begin, update.shape))] = update
+    return out
+
+
+def _dynamic_update_slice_lower(ctx: LoweringContext, operand: Any, update: Any,
+                                *starts: Any) -> Any:
+    if ctx.avals_in[1].size == 0 or not starts:
+        return operand if starts else update
+    starts_ = _convert_indices(ctx, starts, ctx.avals_in[2:])
+    return ctx.op("stablehlo.dynamic_update_slice", [operand, update, *starts_])
+
+
+dynamic_update_slice = define("dynamic_update_slice", impl=_dynamic_update_slice_impl,
+                              abstract_eval=_dynamic_update_slice_eval,
+                              lower=_dynamic_update_slice_lower)
+
+
+# --- gather(operand, indices): operand[indices[..., 0], ..., indices[..., k-1]] -------------
+def _leading_index_count(operand: ShapedArray, indices: ShapedArray, op: str) -> int:
+    _check_index_dtype(indices, op)
+    if indices.ndim == 0 or not 1 <= indices.shape[-1] <= operand.ndim:
+        raise shape_error(f"{op}: indices of shape {list(indices.shape)} must end in an axis "
+                          f"of size 1..{operand.ndim} (one entry per indexed leading axis of "
+                          f"an array of shape {list(operand.shape)})")
+    k = indices.shape[-1]
+    if indices.size and any(d == 0 for d in operand.shape[:k]):
+        raise shape_error(f"{op}: cannot index into a zero-size axis of an array of shape "
+                          f"{list(operand.shape)}")
+    return k
+
+
+def _gather_eval(operand: ShapedArray, indices: ShapedArray) -> ShapedArray:
+    k = _leading_index_count(operand, indices, "gather")
+    return operand.update(shape=indices.shape[:-1] + operand.shape[k:])
+
+
+def _gather_impl(operand: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    k = indices.shape[-1]
+    upper = np.array(operand.shape[:k], dtype=np.int64) - 1
+    clamped = np.clip(indices.astype(np.int64), 0, np.maximum(upper, 0))
+    return operand[tuple(np.moveaxis(clamped, -1, 0))]
+
+
+def _dims(values: Sequence[int]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def _index_bounds(ctx: LoweringContext, idx: ShapedArray, sizes: Sequence[int],
+                  offset: int = 0) -> Any:
+    """``sizes[j] + offset`` broadcast along the last axis of an index array `idx`."""
+    bounds = ctx.constant(np.array(sizes, dtype=np.int64) + offset, idx.dtype)
+    return ctx.broadcast(bounds, ShapedArray((len(sizes),), idx.dtype), idx.shape)
+
+
+def _gather_lower(ctx: LoweringContext, operand: Any, indices: Any) -> Any:
+    aval, idx = ctx.avals_in
+    out = ctx.aval_out
+    if out.size == 0:
+        return ctx.constant(0, out.dtype, out.shape)
+    k, batch = idx.shape[-1], idx.ndim - 1
+    # StableHLO clamps gather indices, but IREE's CPU backend reads out of bounds: clamp here.
+    indices = ctx.op("stablehlo.clamp", [ctx.constant(0, idx.dtype, idx.shape), indices,
+                                         _index_bounds(ctx, idx, aval.shape[:k], -1)], idx)
+    fields = []
+    offset_dims = list(range(batch, batch + aval.ndim - k))
+    if offset_dims:
+        fields.append(f"offset_dims = {_dims(offset_dims)}")
+    fields += [f"collapsed_slice_dims = {_dims(range(k))}",
+               f"start_index_map = {_dims(range(k))}", f"index_vector_dim = {batch}"]
+    return ctx.op("stablehlo.gather", [operand, indices], attributes={
+        "dimension_numbers": attr(f"#stablehlo.gather<{', '.join(fields)}>"),
+        "slice_sizes": i64_array((1,) * k + aval.shape[k:]),
+        "indices_are_sorted": ir.BoolAttr.get(False)})
+
+
+gather = define("gather", impl=_gather_impl, abstract_eval=_gather_eval, lower=_gather_lower)
+
+
+# --- scatter(operand, indices, updates, mode): the inverse of gather ------------------------
+_SCATTER_UFUNCS = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+# StableHLO combiners; booleans combine with logic ops (add = or, multiply = and, ...).
+_COMBINERS = {"add": ("stablehlo.add", "stablehlo.or"),
+              "multiply": ("stablehlo.multiply", "stablehlo.and"),
+              "min": ("stablehlo.minimum", "stablehlo.and"),
+              "max": ("stablehlo.maximum", "stablehlo.or")}
+
+
+def _scatter_eval(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
+                  mode: str) -> ShapedArray:
+    if mode not in SCATTER_MODES:
+        raise shape_error(f"scatter: unknown mode {mode!r}; expected one of {SCATTER_MODES}")
+    k = _leading_index_count(operand, indices, "scatter")
+    expected = indices.shape[:-1] + operand.shape[k:]
+    if updates.shape != expected:
+        raise shape_error(f"scatter: updates of shape {list(updates.shape)} do not match "
+                          f"the indexed shape {list(expected)}")
+    if updates.dtype != operand.dtype:
+        raise dtype_error(f"scatter: updates dtype {updates.dtype} differs from the "
+                          f"operand's {operand.dtype}", "convert the updates with .astype")
+    return operand
+
+
+def _scatter_impl(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
+                  mode: str) -> np.ndarray:
+    k = indices.shape[-1]
+    work = np.float32 if operand.dtype in (dtypes.float16, dtypes.bfloat16) else operand.dtype
+    out = operand.astype(work)  # a copy
+    flat = indices.reshape(-1, k).astype(np.int64)
+    values = updates.reshape((-1,) + operand.shape[k:]).astype(work)
+    in_bounds = np.all((flat >= 0) & (flat < np.array(operand.shape[:k])), axis=1)
+    where = tuple(flat[in_bounds].T)
+    if mode == "set":
+        out[where] = values[in_bounds]  # NumPy: the last of duplicate indices wins
+    else:
+        _SCATTER_UFUNCS[mode].at(out, where, values[in_bounds])
+    return out
+
+
+def _scatter_lower(ctx: LoweringContext, operand: Any, indices: Any, updates: Any, *,
+                   mode: str) -> Any:
+    """Scatter into a copy padded by one slot per indexed axis; out-of-bounds indices are
+    redirected into the padding, which is sliced off again. StableHLO leaves out-of-bounds
+    scatter to the implementation, so this makes "drop" explicit and portable."""
+    aval, idx, upd = ctx.avals_in
+    if upd.size == 0:
+        return operand
+    k, batch, rest = idx.shape[-1], idx.ndim - 1, aval.ndim - idx.shape[-1]
+    bounds = _index_bounds(ctx, idx, aval.shape[:k])
+    zero = ctx.constant(0, idx.dtype, idx.shape)
+    outside = ctx.op("stablehlo.or", [ctx.compare(indices, zero, "LT", idx.dtype, idx.shape),
+                                      ctx.compare(indices, bounds, "GE", idx.dtype, idx.shape)],
+                     tensor_type(idx.shape, dtypes.bool_))
+    indices = ctx.op("stablehlo.select", [outside, bounds, indices], idx)
+
+    padded = aval.update(shape=tuple(d + 1 for d in aval.shape[:k]) + aval.shape[k:])
+    high = (1,) * k + (0,) * rest
+    operand = ctx.op("stablehlo.pad", [operand, ctx.constant(0, aval.dtype)], padded, {
+        "edge_padding_low": i64_array((0,) * aval.ndim), "edge_padding_high": i64_array(high),
+        "interior_padding": i64_array((0,) * aval.ndim)})
+
+    fields = []
+    window_dims = list(range(batch, batch + rest))
+    if window_dims:
+        fields.append(f"update_window_dims = {_dims(window_dims)}")
+    fields += [f"inserted_window_dims = {_dims(range(k))}",
+               f"scatter_dims_to_operand_dims = {_dims(range(k))}",
+               f"index_vector_dim = {batch}"]
+    op = ctx.op("stablehlo.scatter", [operand, indices, updates], padded, {
+        "scatter_dimension_numbers": attr(f"#stablehlo.scatter<{', '.join(fields)}>"),
+        "indices_are_sorted": ir.BoolAttr.get(False),
+        "unique_indices": ir.BoolAttr.get(False)}, regions=1)
+    scalar = tensor_type((), aval.dtype)
+    block = op.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        old, new = block.arguments
+        if mode != "set":
+            name = _COMBINERS[mode][aval.dtype == dtypes.bool_]
+            new = ir.Operation.create(name, results=[scalar], operands=[old, new]).result
+        ir.Operation.create("stablehlo.return", operands=[new])
+    return ctx.op("stablehlo.slice", [op.result], aval, {
+        "start_indices": i64_array((0,) * aval.ndim), "limit_indices": i64_array(aval.shape),
+        "strides": i64_array((1,) * aval.ndim)})
+
+
+scatter = define("scatter", impl=_scatter_impl, abstract_eval=_scatter_eval,
+                 lower=_scatter_lower)
+
+__all__ = ["dynamic_slice", "dynamic_update_slice", "gather", "scatter", "SCATTER_MODES"]

@@ -1,13 +1,14 @@
-"""Shape primitives: reshape, broadcast_to, transpose (more in the same style below)."""
+"""Shape primitives: reshape, broadcast_to, transpose, concatenate, pad, rev, slice."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import builtins
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
-from transpiler.primitives.core import ShapedArray, define, shape_error
+from transpiler.primitives.core import ShapedArray, define, promote_avals, shape_error
 
 
 # reshape(x, new_sizes): row-major, sizes fully static (no -1 here; jnp.reshape resolves it).
@@ -63,4 +64,162 @@ transpose = define(
     abstract_eval=_transpose_eval,
     lower=_transpose_lower)
 
-__all__ = ["reshape", "broadcast_to", "transpose", "tensor_type"]
+
+
+# concatenate(*operands, axis): join along an existing axis; dtypes are promoted like JAX.
+def _concatenate_eval(*xs: ShapedArray, axis: int) -> ShapedArray:
+    if not xs:
+        raise shape_error("concatenate: need at least one array to concatenate")
+    first = xs[0]
+    if first.ndim == 0:
+        raise shape_error("concatenate: zero-dimensional arrays cannot be concatenated",
+                          "use jnp.stack, or reshape the scalars to shape (1,) first")
+    if not 0 <= axis < first.ndim:
+        raise shape_error(f"concatenate: axis {axis} is out of bounds for arrays of rank "
+                          f"{first.ndim}")
+    for x in xs[1:]:
+        same = x.ndim == first.ndim and all(
+            a == b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis)
+        if not same:
+            raise shape_error(f"concatenate: cannot concatenate arrays of shapes "
+                              f"{list(first.shape)} and {list(x.shape)} along axis {axis}",
+                              "all dimensions except the concatenation axis must match")
+    dtype, weak = promote_avals(*xs)
+    shape = list(first.shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return ShapedArray(tuple(shape), dtype, weak)
+
+
+def _concatenate_impl(*xs: np.ndarray, axis: int) -> np.ndarray:
+    dtype = _concatenate_eval(*[ShapedArray(x.shape, x.dtype) for x in xs], axis=axis).dtype
+    return np.concatenate([x.astype(dtype, copy=False) for x in xs], axis=axis)
+
+
+def _concatenate_lower(ctx: LoweringContext, *xs: Any, axis: int) -> Any:
+    out = ctx.aval_out
+    xs = tuple(ctx.convert(x, aval, out.dtype) for x, aval in zip(xs, ctx.avals_in))
+    if len(xs) == 1:
+        return xs[0]
+    return ctx.op("stablehlo.concatenate", list(xs), attributes={"dimension": _i64(axis)})
+
+
+concatenate = define("concatenate", impl=_concatenate_impl, abstract_eval=_concatenate_eval,
+                     lower=_concatenate_lower)
+
+
+# pad(x, padding_value, low, high, interior): lax.pad; negative low/high crop. The result
+# has x's dtype (the padding value is converted to it).
+def _pad_eval(x: ShapedArray, value: ShapedArray, *, low: tuple[int, ...],
+              high: tuple[int, ...], interior: tuple[int, ...]) -> ShapedArray:
+    if value.ndim != 0:
+        raise shape_error(f"pad: the padding value must be a scalar, got shape {list(value.shape)}")
+    if not len(low) == len(high) == len(interior) == x.ndim:
+        raise shape_error(f"pad: low {tuple(low)}, high {tuple(high)} and interior "
+                          f"{tuple(interior)} must each have one entry per axis of an array "
+                          f"of shape {list(x.shape)}")
+    if any(i < 0 for i in interior):
+        raise shape_error(f"pad: interior padding must be non-negative, got {tuple(interior)}")
+    shape = tuple(lo + hi + n + max(n - 1, 0) * it
+                  for n, lo, hi, it in zip(x.shape, low, high, interior))
+    if any(d < 0 for d in shape):
+        raise shape_error(f"pad: padding {tuple(zip(low, high))} of an array of shape "
+                          f"{list(x.shape)} gives a negative size {list(shape)}")
+    return x.update(shape=shape)
+
+
+def _pad_impl(x: np.ndarray, value: np.ndarray, *, low: tuple[int, ...],
+              high: tuple[int, ...], interior: tuple[int, ...]) -> np.ndarray:
+    value = value.astype(x.dtype)
+    # 1. interior padding: scatter x with strides into an array filled with `value`
+    spread = tuple(n + max(n - 1, 0) * it for n, it in zip(x.shape, interior))
+    out = np.full(spread, value, dtype=x.dtype)
+    out[tuple(slice(None, None, it + 1) for it in interior)] = x
+    # 2. positive edges by np.pad, then negative edges by slicing
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)]
+    out = np.pad(out, widths, constant_values=value)
+    crop = tuple(slice(-min(lo, 0), out.shape[d] + min(hi, 0))
+                 for d, (lo, hi) in enumerate(zip(low, high)))
+    return out[crop]
+
+
+def _pad_lower(ctx: LoweringContext, x: Any, value: Any, *, low: tuple[int, ...],
+               high: tuple[int, ...], interior: tuple[int, ...]) -> Any:
+    value = ctx.convert(value, ctx.avals_in[1], ctx.aval_out.dtype)
+    return ctx.op("stablehlo.pad", [x, value], attributes={
+        "edge_padding_low": i64_array(low), "edge_padding_high": i64_array(high),
+        "interior_padding": i64_array(interior)})
+
+
+pad = define("pad", impl=_pad_impl, abstract_eval=_pad_eval, lower=_pad_lower)
+
+
+# rev(x, dimensions): reverse the order of elements along `dimensions`.
+def _rev_eval(x: ShapedArray, *, dimensions: tuple[int, ...]) -> ShapedArray:
+    if len(set(dimensions)) != len(dimensions) or any(
+            not 0 <= d < x.ndim for d in dimensions):
+        raise shape_error(f"rev: dimensions {tuple(dimensions)} must be distinct axes of an "
+                          f"array of shape {list(x.shape)}")
+    return x
+
+
+def _rev_lower(ctx: LoweringContext, x: Any, *, dimensions: tuple[int, ...]) -> Any:
+    if not dimensions:
+        return x
+    return ctx.op("stablehlo.reverse", [x], attributes={"dimensions": i64_array(dimensions)})
+
+
+rev = define("rev", impl=lambda x, *, dimensions: np.flip(x, tuple(dimensions)),
+             abstract_eval=_rev_eval, lower=_rev_lower)
+
+
+# slice(x, start_indices, limit_indices, strides): a static strided window (lax.slice).
+# Registered as "slice"; the Python name is `slice_` so as not to shadow the builtin.
+def _slice_eval(x: ShapedArray, *, start_indices: tuple[int, ...],
+                limit_indices: tuple[int, ...],
+                strides: Optional[tuple[int, ...]] = None) -> ShapedArray:
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
+        raise shape_error(f"slice: start_indices {tuple(start_indices)}, limit_indices "
+                          f"{tuple(limit_indices)} and strides {strides} must each have one "
+                          f"entry per axis of an array of shape {list(x.shape)}")
+    for n, start, limit, stride in zip(x.shape, start_indices, limit_indices, strides):
+        if not 0 <= start <= limit <= n or stride < 1:
+            raise shape_error(f"slice: start_indices {tuple(start_indices)}, limit_indices "
+                              f"{tuple(limit_indices)}, strides {strides} do not fit an array "
+                              f"of shape {list(x.shape)}",
+                              "need 0 <= start <= limit <= size and stride >= 1 on every axis")
+    shape = tuple(-(-(limit - start) // stride)
+                  for start, limit, stride in zip(start_indices, limit_indices, strides))
+    return x.update(shape=shape)
+
+
+def _slice_impl(x: np.ndarray, *, start_indices: tuple[int, ...],
+                limit_indices: tuple[int, ...],
+                strides: Optional[tuple[int, ...]] = None) -> np.ndarray:
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    return x[tuple(builtins.slice(s, e, k)
+                   for s, e, k in zip(start_indices, limit_indices, strides))]
+
+
+def _slice_lower(ctx: LoweringContext, x: Any, *, start_indices: tuple[int, ...],
+                 limit_indices: tuple[int, ...],
+                 strides: Optional[tuple[int, ...]] = None) -> Any:
+    aval = ctx.avals_in[0]
+    strides = tuple(strides) if strides is not None else (1,) * aval.ndim
+    if ctx.aval_out.shape == aval.shape and all(s == 0 for s in start_indices):
+        return x
+    return ctx.op("stablehlo.slice", [x], attributes={
+        "start_indices": i64_array(start_indices), "limit_indices": i64_array(limit_indices),
+        "strides": i64_array(strides)})
+
+
+slice_ = define("slice", impl=_slice_impl, abstract_eval=_slice_eval, lower=_slice_lower)
+
+
+def _i64(value: int) -> Any:
+    from iree.compiler import ir
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+__all__ = ["reshape", "broadcast_to", "transpose", "concatenate", "pad", "rev", "slice_",
+           "tensor_type"]
