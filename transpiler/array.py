@@ -119,7 +119,18 @@ def _array_repr(name: str, value: np.ndarray, aval: ShapedArray) -> str:
 class DeviceArray(ArrayMethods, runtime.DeviceArray):
     """A `jit` result in device memory, with JAX-semantics operators and methods."""
 
-    __slots__ = ()
+    __slots__ = ("_key",)  # (shape, dtype, device): jit's dispatch key, computed once
+
+    @classmethod
+    def _wrap(cls, bv: Any, device: Any, dtype: np.dtype, shape: tuple) -> "DeviceArray":
+        self = cls.__new__(cls)
+        self._bv = bv
+        self._device = device
+        self._dtype = dtype
+        self._shape = shape
+        self._host = None
+        self._key = (shape, dtype, device)
+        return self
 
     def __repr__(self) -> str:
         return _array_repr("DeviceArray", np.asarray(self), ShapedArray(self.shape, self.dtype))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -55,6 +56,7 @@ class Executable:
         self._context_invoke = function._context.invoke
         self._vm_function = function._vm_function
         self._out = [(a.dtype, a.shape) for a in self.out_avals]
+        self._n_out = len(self._out)
         self._single = out_tree == tree_util.tree_structure(0)
 
     def _buffer(self, leaf: Any, aval: ShapedArray) -> Any:
@@ -79,15 +81,16 @@ class Executable:
         arg_list = VmVariantList(len(args))
         for a in args:
             arg_list.push_ref(a._bv)
-        ret_list = VmVariantList(len(self._out))
+        ret_list = VmVariantList(self._n_out)
         try:
             self._context_invoke(self._vm_function, arg_list, ret_list)
         except Exception as err:
             raise RuntimeError(f"{self.staged.name}() failed in IREE: {err}") from err
-        device, wrap, get = self.device, DeviceArray._wrap, ret_list.get_as_object
+        get, wrap = ret_list.get_as_object, DeviceArray._wrap
         if self._single:
             dt, shape = self._out[0]
-            return wrap(get(0, HalBufferView), device, dt, shape)
+            return wrap(get(0, HalBufferView), self.device, dt, shape)
+        device = self.device
         outs = [wrap(get(i, HalBufferView), device, dt, shape)
                 for i, (dt, shape) in enumerate(self._out)]
         return tree_util.tree_unflatten(self.out_tree, outs)
@@ -144,10 +147,13 @@ class Compiled:
         write_atomic(Path(path), self.executable.vmfb)
 
 
+_DEVICE_KEY = operator.attrgetter("_key")
+
+
 def _fast_signature(arg: Any) -> Any:
     t = type(arg)
     if t is DeviceArray:
-        return (arg._shape, arg._dtype, arg._device)
+        return arg._key
     if t is Array or t is np.ndarray:
         return (t, arg.shape, arg.dtype)
     if t is float or t is int or t is bool or isinstance(arg, np.generic):
@@ -176,7 +182,10 @@ class Jitted:
         if core.trace_stack:  # jit inside jit: inline into the outer trace
             return self._fun(*args, **kwargs)
         if not kwargs:
-            fast_key = tuple(map(_fast_signature, args))
+            try:  # all DeviceArrays: their keys are precomputed
+                fast_key = tuple(map(_DEVICE_KEY, args))
+            except AttributeError:
+                fast_key = tuple(map(_fast_signature, args))
             entry = self._fast.get(fast_key)
             if entry is not None:
                 executable, on_device = entry

@@ -14,6 +14,7 @@ from transpiler.numpy.shape import *  # noqa: F401,F403
 from transpiler.numpy.joining import *  # noqa: F401,F403
 from transpiler.numpy.matrices import *  # noqa: F401,F403
 from transpiler.numpy.reductions import *  # noqa: F401,F403
+from transpiler.numpy.nan_reductions import *  # noqa: F401,F403
 from transpiler.numpy.products import *  # noqa: F401,F403
 from transpiler.numpy.indexing import *  # noqa: F401,F403
 from transpiler.numpy import linalg  # noqa: F401

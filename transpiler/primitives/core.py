@@ -202,9 +202,9 @@ def promote_avals(*avals: ShapedArray) -> tuple[np.dtype, bool]:
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if not -ndim <= axis < ndim:
         raise shape_error(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ def _result_dtype(name: str, kind: str, dtype: np.dtype, weak: bool) -> tuple[np
         return dtypes.default_float(), weak
     if kind == "int" and not (dtypes.is_int(dtype) or dtype == dtypes.bool_):
         raise dtype_error(f"{name} requires integer or boolean arguments, got {dtype}")
-    if kind == "number" and dtype == dtypes.bool_ and name in ("negative", "sign"):
+    if kind == "number" and dtype == dtypes.bool_ and name in ("negative", "sign", "subtract"):
         raise dtype_error(f"{name} does not accept boolean arguments",
                           "convert with .astype(int) first")
     if kind in ("bool", "test"):
@@ -78,7 +78,7 @@ def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "numb
         if kind == "bool":
             return dtypes.bool_, False
         dtype, weak = promote_avals(x, y)
-        if kind in ("int", "float"):
+        if kind in ("int", "float", "number"):
             dtype, weak = _result_dtype(name, kind, dtype, weak)
         return dtype, weak
 
