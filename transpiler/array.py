@@ -8,17 +8,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 import runtime
-from transpiler.array_methods import ArrayMethods
+from transpiler.array_methods import ArrayMethods, AvalProperties
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
 
 
-class Array(ArrayMethods):
+class Array(AvalProperties, ArrayMethods):
     """An eager array: an immutable NumPy value plus JAX's weak-type bit."""
 
     __slots__ = ("_value", "aval", "__weakref__")
@@ -36,18 +36,6 @@ class Array(ArrayMethods):
         self._value = value
         self.aval = aval
         return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def weak_type(self) -> bool:
-        return self.aval.weak_type
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
@@ -119,16 +107,12 @@ def _array_repr(name: str, value: np.ndarray, aval: ShapedArray) -> str:
 class DeviceArray(ArrayMethods, runtime.DeviceArray):
     """A `jit` result in device memory, with JAX-semantics operators and methods."""
 
-    __slots__ = ("_key",)  # (shape, dtype, device): jit's dispatch key, computed once
+    __slots__ = ("_key",)
+    _key: tuple  # (shape, dtype, device): jit's dispatch key, computed once
 
     @classmethod
     def _wrap(cls, bv: Any, device: Any, dtype: np.dtype, shape: tuple) -> "DeviceArray":
-        self = cls.__new__(cls)
-        self._bv = bv
-        self._device = device
-        self._dtype = dtype
-        self._shape = shape
-        self._host = None
+        self = cast(DeviceArray, super()._wrap(bv, device, dtype, shape))
         self._key = (shape, dtype, device)
         return self
 

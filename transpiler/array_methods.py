@@ -49,6 +49,25 @@ def _forward(name: str) -> Any:
     return method
 
 
+class AvalProperties:
+    """``shape``, ``dtype`` and ``weak_type`` of arrays that carry a `ShapedArray` ``aval``."""
+
+    __slots__ = ()
+    aval: Any
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+
 class ArrayMethods:
     """Mixin: NumPy's operator and method surface with JAX semantics."""
 

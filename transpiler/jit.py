@@ -173,7 +173,9 @@ class Jitted:
         self._device = device
         self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
         self._cache: dict[Any, Executable] = {}
-        self._fast: dict[Any, Executable] = {}
+        # Dispatch on argument types alone: (executable, whether all args are on its device).
+        self._fast: dict[Any, tuple[Executable, bool]] = {}
+        self.__name__: str = getattr(fun, "__name__", type(fun).__name__)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # methods: bind self
         return self if obj is None else functools.partial(self, obj)
@@ -188,15 +190,15 @@ class Jitted:
                 fast_key = tuple(map(_fast_signature, args))
             entry = self._fast.get(fast_key)
             if entry is not None:
-                executable, on_device = entry
-                return executable.call_device_arrays(args) if on_device else executable(args)
-        executable, leaves, fast_key = self._specialize(args, kwargs)
-        if fast_key is not None:
+                cached, on_device = entry
+                return cached.call_device_arrays(args) if on_device else cached(args)
+        executable, leaves, new_key = self._specialize(args, kwargs)
+        if new_key is not None:
             on_device = all(type(a) is DeviceArray and (a._device is executable.device or
                                                         a._device.platform == "cpu" ==
                                                         executable.device.platform)
                             for a in args)
-            self._fast[fast_key] = (executable, on_device)
+            self._fast[new_key] = (executable, on_device)
         return executable(leaves)
 
     def _split(self, args: Sequence[Any], kwargs: dict) -> tuple[Any, Any, Any]:

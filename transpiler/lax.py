@@ -9,6 +9,9 @@ import numpy as np
 from transpiler import dtypes
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import dot as dot_p
+from transpiler.primitives import indexing as idx_p
+from transpiler.primitives import reductions as red_p
+from transpiler.primitives.core import abstractify, normalize_axis
 from transpiler.primitives import elementwise as ew
 
 add, sub, mul, div = ew.add, ew.subtract, ew.multiply, ew.true_divide
@@ -49,3 +52,46 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
         lhs, rhs, dimension_numbers=dot_p.normalize_dimension_numbers(dimension_numbers),
         preferred_element_type=None if preferred_element_type is None
         else dtypes.canonicalize(preferred_element_type))
+
+
+def _wrap_start(index: Any, size: int) -> Any:
+    """Negative start indices count from the end, as in JAX (the primitive then clamps)."""
+    if isinstance(index, (int, np.integer)):
+        return int(index) + size if index < 0 else int(index)
+    return ew.add(index, conv.select(ew.less(index, 0), size, 0))
+
+
+def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Any) -> Any:
+    """``lax.dynamic_slice``: a static-size window at traced start indices (clamped to fit)."""
+    shape = abstractify(operand, 0, "dynamic_slice").shape
+    starts = [_wrap_start(i, d) for i, d in zip(start_indices, shape)]
+    return idx_p.dynamic_slice(operand, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
+    """``lax.dynamic_update_slice``: write `update` at traced start indices (clamped to fit)."""
+    shape = abstractify(operand, 0, "dynamic_update_slice").shape
+    starts = [_wrap_start(i, d) for i, d in zip(start_indices, shape)]
+    return idx_p.dynamic_update_slice(operand, update, *starts)
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+    shape = abstractify(operand, 0, "dynamic_slice_in_dim").shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def _cumulative(prim: Any) -> Any:
+    def op(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+        ndim = len(abstractify(operand, 0, prim.name).shape)
+        return prim(operand, axis=normalize_axis(axis, ndim, prim.name), reverse=reverse)
+    op.__name__ = prim.name
+    op.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``"
+    return op
+
+
+cumsum, cumprod = _cumulative(red_p.cumsum), _cumulative(red_p.cumprod)
+cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)

@@ -12,14 +12,14 @@ from typing import Any, Sequence
 import numpy as np
 from iree.compiler import ir
 
-from transpiler.array_methods import ArrayMethods
+from transpiler.array_methods import ArrayMethods, AvalProperties
 from transpiler.errors import TracerError, TranspileError, located, user_location
 from transpiler.lowering.builder import LoweringContext
 from transpiler.primitives import core
 from transpiler.primitives.core import Primitive, ShapedArray
 
 
-class Tracer(ArrayMethods, core.Tracer):
+class Tracer(AvalProperties, ArrayMethods, core.Tracer):
     """An abstract array (shape, dtype) inside a trace; its value is an MLIR SSA value."""
 
     __slots__ = ("aval", "value", "trace")
@@ -28,18 +28,6 @@ class Tracer(ArrayMethods, core.Tracer):
         self.trace = trace
         self.value = value
         self.aval = aval
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def weak_type(self) -> bool:
-        return self.aval.weak_type
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"

@@ -18,6 +18,7 @@ output dtype always comes from ``abstract_eval``, so eager and staged results ag
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -44,9 +45,7 @@ class ShapedArray:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def update(self, **changes: Any) -> "ShapedArray":
-        fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type}
-        fields.update(changes)
-        return ShapedArray(**fields)
+        return dataclasses.replace(self, **changes)
 
     def str_short(self) -> str:
         return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
