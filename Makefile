@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# Extras to install: `make test EXTRAS=test,bench` also installs JAX, which turns on the
+# cross-checks against jax.numpy / jax.random (skipped, with a reason, when JAX is absent).
+EXTRAS ?= test
+comma  := ,
+STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # Tests share one compile cache per run (many tests compile the same modules).
 TEST_CACHE ?= $(CURDIR)/.cache/test
 
@@ -11,7 +15,7 @@ TEST_CACHE ?= $(CURDIR)/.cache/test
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,7 +28,7 @@ test: $(STAMP)
 
 # Benchmarks against NumPy and, when installed (`pip install -e .[bench]`), JAX.
 bench: $(STAMP)
-	$(PY) -c "import jax" 2>/dev/null || $(PY) -m pip install --quiet -e ".[bench]" || true
+	$(PY) -c "import jax" 2>/dev/null || $(PY) -m pip install --quiet -e ".[test,bench]"
 	$(PY) tests/bench/run.py
 
 clean:

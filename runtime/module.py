@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence, cast
 
 import numpy as np
 import iree.runtime as rt
@@ -159,8 +159,8 @@ class Function:
         self.output_specs: list[TensorSpec] | None = outputs
         self._n_out = len(outputs) if outputs is not None else 8
         # Per output: (dtype, static shape or None) when fully known.
-        self._out_static = [
-            (s.dtype, s.shape if None not in s.shape else None)
+        self._out_static: list[tuple[np.dtype | None, tuple[int, ...] | None]] = [
+            (s.dtype, cast("tuple[int, ...]", s.shape) if None not in s.shape else None)
             for s in outputs or ()
         ]
 
@@ -244,6 +244,7 @@ class Function:
             host = np.asarray(arg)
             if want is not None and host.dtype != want:
                 if not np.can_cast(host.dtype, want, casting="same_kind"):
+                    assert spec is not None  # `want` comes from it
                     raise TypeError(
                         f"{self.name}(): argument {i} ({spec.name}) expects "
                         f"dtype {want}, got {host.dtype} (not castable under "

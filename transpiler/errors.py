@@ -86,7 +86,7 @@ def _is_internal(filename: str) -> bool:
 
 def user_frame(start: Optional[FrameType] = None) -> Optional[FrameType]:
     """The innermost stack frame that belongs to user code, not to this package."""
-    frame = start if start is not None else sys._getframe(1)
+    frame: Optional[FrameType] = start if start is not None else sys._getframe(1)
     while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     return frame

@@ -169,7 +169,7 @@ def PRNGKey(seed: Any) -> Any:
         if not -(2**63) <= int(seed) < 2**64:
             raise OverflowError(f"PRNGKey: seed {seed} does not fit in 64 bits")
         value = int(seed) & 0xFFFFFFFFFFFFFFFF
-        high = value >> 32 if config.enable_x64 else 0
+        high: Any = value >> 32 if config.enable_x64 else 0
         return jnp.asarray(np.array([high, value & 0xFFFFFFFF], _U32))
     aval = abstractify(seed, 0, "PRNGKey")
     if aval.shape:

@@ -165,6 +165,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     if step == 0:
         raise ValueError("arange: step must not be zero")
     length = builtins.max(builtins.int(math.ceil((stop - start) / step)), 0)
+    target: Optional[np.dtype]
     if dtype is None:
         is_int = builtins.all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
         target = dtypes.default_int() if is_int else dtypes.default_float()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 import operator
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -77,10 +77,11 @@ def _classify(item: Any) -> tuple[str, Any, int]:
         raise located(IndexingError, f"only integers, slices (`:`), ellipsis (`...`), None "
                       f"and integer or boolean arrays are valid indices, got "
                       f"{type(item).__name__}")
+    value: Any
     if isinstance(item, Tracer):
-        if item.dtype == dtypes.bool_:
+        if item.aval.dtype == dtypes.bool_:
             raise shape_error(
-                f"boolean mask indexing with a traced mask of shape {list(item.shape)} inside "
+                f"boolean mask indexing with a traced mask of shape {list(item.aval.shape)} inside "
                 "jit: the result's shape would depend on the mask's values",
                 "use jnp.where(mask, x, 0) to keep the shape, x.at[mask].set(...) with a "
                 "concrete mask, or jnp.nonzero(mask, size=N) for a fixed number of indices")
@@ -302,7 +303,7 @@ def _scatter_indices(shape: tuple[int, ...], entries: list[Entry],
     entries = _as_advanced(entries)  # also right without an index array: no dims to place
     arrays = [e for e in entries if e.kind == "array"]
     batch = _broadcast_index_shapes([abstractify(e.value).shape for e in arrays])
-    tokens = _advanced_layout(entries) if arrays else \
+    tokens: list[Any] = _advanced_layout(entries) if arrays else \
         [e.axis if e.kind == "slice" else "new" for e in entries]
     by_axis = {e.axis: e for e in entries if e.kind in ("slice", "array")}
     out_shape: list[int] = []
@@ -400,8 +401,9 @@ def _combine_whole(x: Any, updates: Any, mode: str) -> Any:
     updates = sp.broadcast_to(updates, shape=aval.shape)
     if aval.dtype == dtypes.bool_ and mode in ("add", "multiply"):
         mode = "max" if mode == "add" else "min"
-    ops = {"set": lambda a, b: b, "add": ew.add, "multiply": ew.multiply,
-           "min": ew.minimum, "max": ew.maximum}
+    ops: dict[str, Callable[[Any, Any], Any]] = {
+        "set": lambda a, b: b, "add": ew.add, "multiply": ew.multiply,
+        "min": ew.minimum, "max": ew.maximum}
     return conv.convert_element_type(ops[mode](x, updates), dtype=aval.dtype)
 
 

@@ -47,7 +47,7 @@ def _flatten_with_path(x, path, is_leaf, out):
 
 def tree_flatten_with_path(tree, is_leaf: Callable[[Any], bool] | None = None):
     """Like :func:`tree_flatten` but leaves are ``(key_path, leaf)`` pairs."""
-    out = []
+    out: list[Any] = []
     node = _flatten_with_path(tree, (), is_leaf, out)
     return out, PyTreeDef(node, len(out))
 
@@ -66,7 +66,10 @@ def _where(path) -> str:
 
 
 def _type_name(t) -> str:
-    return getattr(t, "__qualname__", None) or getattr(t, "__name__", repr(t))
+    qualname: str | None = getattr(t, "__qualname__", None)
+    if qualname:
+        return qualname
+    return getattr(t, "__name__", repr(t))
 
 
 def _short_repr(x, limit=80) -> str:
@@ -172,7 +175,7 @@ def flatten_up_to(treedef: PyTreeDef, tree) -> list:
     if aux is None and type(tree) is t and (t is tuple or t is list):
         if len(tree) == len(kids) and all(c is None for c in kids):
             return list(tree)
-    out = []
+    out: list[Any] = []
     _up_to(node, tree, (), out)
     return out
 

@@ -25,7 +25,7 @@ _NoneType = type(None)
 _OrderedDict = collections.OrderedDict
 _defaultdict = collections.defaultdict
 
-_BUILTIN_KINDS = {
+_BUILTIN_KINDS: dict[type, int] = {
     tuple: _K_TUPLE,
     list: _K_LIST,
     dict: _K_DICT,

@@ -244,10 +244,10 @@ def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
     if is_leaf is not None:
         if is_leaf(tree):
             return [tree], _LEAF_TREEDEF
-        k = _kind_of(type(tree))
+        k: int | None = _kind_of(type(tree))
         if k == _K_LEAF:
             return [tree], _LEAF_TREEDEF
-        leaves = []
+        leaves: list[Any] = []
         node = _flatten_is_leaf(tree, k, is_leaf, leaves.append)
         return leaves, PyTreeDef(node, len(leaves))
 
