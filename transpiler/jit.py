@@ -102,7 +102,8 @@ class Lowered:
     def __init__(self, jitted: "Jitted", key: Any, staged: StagedModule,
                  in_avals: Sequence[ShapedArray], out_tree: Any, in_tree: Any) -> None:
         self._jitted, self._key = jitted, key
-        self.staged, self.in_avals, self.out_tree, self.in_tree = staged, in_avals, out_tree, in_tree
+        self.staged, self.in_avals = staged, in_avals
+        self.out_tree, self.in_tree = out_tree, in_tree
 
     def as_text(self, stage: str = "stablehlo", debug_info: bool = False) -> str:
         """MLIR text at `stage`: ``stablehlo`` (what we emit), ``linalg``, or ``flow``."""

@@ -101,7 +101,8 @@ def read_cache(key: str) -> Optional[bytes]:
     except OSError:
         return None
     body = data[len(_MAGIC) + 32:]
-    if not data.startswith(_MAGIC) or hashlib.sha256(body).digest() != data[len(_MAGIC):len(_MAGIC) + 32]:
+    checksum = data[len(_MAGIC):len(_MAGIC) + 32]
+    if not data.startswith(_MAGIC) or hashlib.sha256(body).digest() != checksum:
         log.warning("corrupt cache entry %s: rebuilding it", path)
         return None
     return body

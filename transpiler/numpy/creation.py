@@ -151,7 +151,9 @@ def _static_number(value: Any, name: str, fn: str) -> Any:
     if isinstance(value, core.Tracer):
         raise core.shape_error(f"{fn}: `{name}` must be a concrete Python number, got a traced "
                                "value", "the output shape depends on it; make it static")
-    return value.item() if hasattr(value, "item") and not isinstance(value, (builtins.int, builtins.float)) else value
+    if hasattr(value, "item") and not isinstance(value, (builtins.int, builtins.float)):
+        return value.item()
+    return value
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
@@ -167,7 +169,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     length = builtins.max(builtins.int(math.ceil((stop - start) / step)), 0)
     target: Optional[np.dtype]
     if dtype is None:
-        is_int = builtins.all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
+        is_int = builtins.all(isinstance(v, (builtins.int, np.integer))
+                              for v in (start, stop, step))
         target = dtypes.default_int() if is_int else dtypes.default_float()
     else:
         target = _canonical(dtype)

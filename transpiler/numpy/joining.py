@@ -18,7 +18,8 @@ from transpiler.primitives import core
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import (abstractify, normalize_axis, shape_error)
 
-__all__ = ['concatenate', 'stack', 'hstack', 'vstack', 'dstack', 'column_stack', 'split', 'array_split', 'hsplit', 'vsplit', 'dsplit', 'tile', 'repeat', 'pad']
+__all__ = ["concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "split",
+           "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat", "pad"]
 
 
 # --- joining and splitting ---------------------------------------------------------------

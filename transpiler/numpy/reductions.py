@@ -51,7 +51,8 @@ def _canonical(dtype: Any) -> Optional[np.dtype]:
 
 def _accumulating_dtype(dtype: np.dtype) -> np.dtype:
     """JAX's sum/prod dtype: bools and narrow ints widen to the default (unsigned) int."""
-    if dtype == dtypes.bool_ or (dtype.kind == "i" and dtype.itemsize < dtypes.default_int().itemsize):
+    narrow = dtype.itemsize < dtypes.default_int().itemsize
+    if dtype == dtypes.bool_ or (dtype.kind == "i" and narrow):
         return dtypes.default_int()
     if dtype.kind == "u" and dtype.itemsize < dtypes.default_int().itemsize:
         return dtypes.canonicalize(np.uint64)
@@ -94,10 +95,11 @@ def _reduce(kind: str, a: Any, axis: Any, dtype: Optional[np.dtype], keepdims: b
         fill = red.identity(kind, target)
         x = conv.select(_cast(where, dtypes.bool_), x, conv.convert_element_type(
             np.asarray(fill, target), dtype=target))
-    if initial is None and kind in ("max", "min") and builtins.any(aval.shape[i] == 0 for i in axes):
+    empty = builtins.any(aval.shape[i] == 0 for i in axes)
+    if initial is None and kind in ("max", "min") and empty:
         raise ValueError(f"{fn}: zero-size array to reduction operation {kind}imum which has "
                          "no identity; pass initial=...")
-    if initial is not None and kind in ("max", "min") and builtins.any(aval.shape[i] == 0 for i in axes):
+    if initial is not None and kind in ("max", "min") and empty:
         out_shape = tuple(d for i, d in enumerate(aval.shape) if i not in axes)
         out = sp.broadcast_to(_cast(np.asarray(initial), target), shape=out_shape)
     else:

@@ -22,7 +22,8 @@ def _convert_impl(x: np.ndarray, *, dtype: np.dtype, weak_type: bool = False) ->
         return x.astype(dtype)
 
 
-def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype, weak_type: bool = False) -> Any:
+def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype,
+                   weak_type: bool = False) -> Any:
     return ctx.convert(x, ctx.avals_in[0], dtype)
 
 

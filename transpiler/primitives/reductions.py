@@ -238,7 +238,8 @@ def _arg_lower(kind: str) -> Callable:
             same = ctx.compare(a, b, "EQ", vdt, ())
             if dtypes.is_float(vdt):  # NaN beats every number; two NaNs tie
                 a_nan, b_nan = ctx.compare(a, a, "NE", vdt, ()), ctx.compare(b, b, "NE", vdt, ())
-                only_a_nan = _bool(ctx, "and", a_nan, ctx.op("stablehlo.not", [b_nan], tensor_type((), dtypes.bool_)))
+                b_not_nan = ctx.op("stablehlo.not", [b_nan], tensor_type((), dtypes.bool_))
+                only_a_nan = _bool(ctx, "and", a_nan, b_not_nan)
                 better = _bool(ctx, "or", better, only_a_nan)
                 same = _bool(ctx, "or", same, _bool(ctx, "and", a_nan, b_nan))
             first = _bool(ctx, "and", same, ctx.compare(a_i, b_i, "LT", idt, ()))
