@@ -149,6 +149,7 @@ class Compiled:
 
 
 _DEVICE_KEY = operator.attrgetter("_key")
+_TRACE_STACK = core.trace_stack  # the same list object; one global lookup on the hot path
 
 
 def _fast_signature(arg: Any) -> Any:
@@ -182,7 +183,7 @@ class Jitted:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if core.trace_stack:  # jit inside jit: inline into the outer trace
+        if _TRACE_STACK:  # jit inside jit: inline into the outer trace
             return self._fun(*args, **kwargs)
         if not kwargs:
             try:  # all DeviceArrays: their keys are precomputed
@@ -315,8 +316,16 @@ def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset,
 
 
 def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argnames: Any = (),
-        device: DeviceLike = None, backend: Optional[str] = None, **unused: Any) -> Any:
-    """Compile `fun` with IREE; ``@jit`` and ``jit(f, static_argnums=...)`` both work."""
+        device: DeviceLike = None, backend: Optional[str] = None, donate_argnums: Any = (),
+        donate_argnames: Any = (), keep_unused: bool = False, inline: bool = False) -> Any:
+    """Compile `fun` with IREE; ``@jit`` and ``jit(f, static_argnums=...)`` both work.
+
+    ``backend`` may be ``"cpu"`` (an IREE CPU driver); ``donate_*``, ``keep_unused`` and
+    ``inline`` are accepted for JAX compatibility and do not change results (IREE manages
+    buffers itself; a jit called inside another jit is always inlined)."""
+    if backend not in (None, "cpu"):
+        raise ValueError(f"jit: backend {backend!r} is not available; use backend='cpu' or "
+                         "device='local-task' | 'local-sync' | 'vulkan' | 'cuda' | 'hip'")
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, device=device)
