@@ -10,6 +10,11 @@ from typing import Any
 import numpy as np
 
 
+# `transpiler.numpy`, set when it finishes importing (it imports this module first). Methods
+# that the transforms differentiate from source refer to it as a plain global.
+jnp: Any = None
+
+
 def _jnp() -> Any:
     from transpiler import numpy as jnp
     return jnp
@@ -124,12 +129,12 @@ class ArrayMethods:
     def reshape(self, *shape: Any, order: str = "C") -> Any:
         if len(shape) == 1 and not isinstance(shape[0], (builtins.int, np.integer)):
             shape = tuple(shape[0])
-        return _jnp().reshape(self, shape, order=order)
+        return jnp.reshape(self, shape, order=order)
 
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and not isinstance(axes[0], (builtins.int, np.integer)):
             axes = tuple(axes[0]) if axes[0] is not None else ()
-        return _jnp().transpose(self, axes or None)
+        return jnp.transpose(self, axes or None)
 
     def flatten(self) -> Any:
         return _jnp().ravel(self)

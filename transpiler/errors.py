@@ -80,6 +80,10 @@ class DTypeError(TranspileError, TypeError):
     """Operands whose dtypes do not fit the operation."""
 
 
+# Generated files (see codegen/) -> {generated line: the user's original location}.
+GENERATED_SOURCE_MAPS: dict[str, dict[int, "SourceLocation"]] = {}
+
+
 def _is_internal(filename: str) -> bool:
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
 
@@ -95,6 +99,9 @@ def user_frame(start: Optional[FrameType] = None) -> Optional[FrameType]:
 def frame_location(frame: FrameType) -> SourceLocation:
     """The precise position of the instruction a frame is executing."""
     code = frame.f_code
+    mapped = GENERATED_SOURCE_MAPS.get(code.co_filename)
+    if mapped is not None and frame.f_lineno in mapped:  # generated code: the user's line
+        return mapped[frame.f_lineno]
     line, col, end_col = frame.f_lineno, 0, None
     positions = list(code.co_positions())
     index = frame.f_lasti // 2

@@ -58,3 +58,13 @@ def shape(x):  # type: ignore[no-untyped-def]
 
 def size(x):  # type: ignore[no-untyped-def]
     return int(_np.prod(shape(x)))
+
+
+def _install_array_methods() -> None:
+    import sys
+
+    from transpiler import array_methods
+    array_methods.jnp = sys.modules[__name__]
+
+
+_install_array_methods()

@@ -9,3 +9,5 @@ from transpiler.primitives import (conversions, dot, elementwise, indexing,  # n
 from transpiler.primitives.core import REGISTRY, Primitive, ShapedArray, bind
 
 __all__ = ["REGISTRY", "Primitive", "ShapedArray", "bind"]
+
+from transpiler.primitives import vjp_rules  # noqa: E402,F401  (fills prim.vjp)

@@ -1,0 +1,1 @@
+"""A corpus of programs run through every transformation (see corpus.py)."""

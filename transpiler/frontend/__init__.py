@@ -1,0 +1,109 @@
+"""The frontend: a Python function -> fenced, canonical, ANF libcst code with positions.
+
+Pipeline (each stage in its own module):
+
+1. ``get-source``    (`get_source.py`)    source text via the code object; lambdas become
+                                          ``def lambda_<line>``; decorators dropped; every
+                                          node located in the user's file
+2. ``fence``         (`fence.py`)         unsupported syntax -> `TranspileError` with a caret
+3. ``resolve-names`` (`resolve_names.py`) free names -> objects (closure, globals, builtins)
+4. ``canonicalize``  (`canonicalize.py`)  elif, augmented assignment, for loops, break,
+                                          continue, early returns
+5. ``anf``           (`anf.py`)           one operation per statement
+
+`parse_function` runs them all; `read_function` stops after the fence (no rewriting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import libcst as cst
+
+from transpiler.errors import SourceLocation, TranspileError
+from transpiler.frontend.fence import fence
+from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
+from transpiler.frontend.resolve_names import resolve_names
+
+Locations = dict[cst.CSTNode, SourceLocation]
+
+
+@dataclass
+class ParsedFunction:
+    """A function ready for the transforms (see the frontend output contract)."""
+
+    name: str                      # function name ("<lambda>" -> "lambda_<line>")
+    func: cst.FunctionDef          # after fence + canonicalize + ANF
+    filename: str                  # the user's file
+    namespace: dict[str, Any]      # every free name resolved: closure cells, globals, builtins
+    locations: Locations           # node of `func` -> the user's original position
+    source_hash: str               # sha256 of the original source text
+
+
+def is_library(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` is one of transpiler's own functions (composites, helpers)."""
+    module = getattr(fn, "__module__", None) or ""
+    return module == "transpiler" or module.startswith("transpiler.")
+
+
+def read_function(fn: Callable[..., Any]) -> tuple[FunctionSource, dict[str, Any]]:
+    """Stages ``get-source``, ``fence`` and ``resolve-names``: the user's code, unrewritten.
+
+    Returns the located source and the namespace of its free names. The project's own
+    wrappers (a ``jit`` object) are looked through.
+    """
+    fn = unwrap_transpiler(fn)
+    source = get_source(fn)
+    if not is_library(fn):  # our own composites may use any Python for their static logic
+        fence(source.func, source.filename, source.locations)
+    namespace = resolve_names(fn, source.func, source.locations)
+    return source, namespace
+
+
+def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
+    """The whole frontend: `fn` -> fenced, canonicalized ANF code with its source map.
+
+    Raises `TranspileError` (at the user's file:line:col) for functions without source and
+    for unsupported syntax.
+    """
+    fn = unwrap_transpiler(fn)
+    source, namespace = read_function(fn)
+    func, locations = _rewrite(source.func, source.filename, source.locations, is_library(fn))
+    # Rewriting may introduce reads of builtins (``range``, ``len``): resolve those too.
+    for name, value in resolve_names(fn, func, locations).items():
+        namespace.setdefault(name, value)
+    return ParsedFunction(
+        name=source.name,
+        func=func,
+        filename=source.filename,
+        namespace=namespace,
+        locations=locations,
+        source_hash=hashlib.sha256(source.text.encode("utf-8")).hexdigest(),
+    )
+
+
+def _rewrite(func: cst.FunctionDef, filename: str, locations: Locations,
+             library: bool = False) -> tuple[cst.FunctionDef, Locations]:
+    """Stages ``canonicalize`` and ``anf`` (imported lazily: built in their own modules)."""
+    canonicalize = _stage_module("canonicalize")
+    func, locations = canonicalize.canonicalize_function(func, filename, locations)
+    anf = _stage_module("anf")
+    func, locations = anf.to_anf(func, filename, locations, opaque=library)
+    return func, locations
+
+
+def _stage_module(name: str) -> Any:
+    try:
+        return importlib.import_module(f"transpiler.frontend.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != f"transpiler.frontend.{name}":
+            raise
+        raise TranspileError(f"internal: the frontend stage {name!r} is not built yet "
+                             f"(TODO: transpiler/frontend/{name}.py)") from None
+
+
+__all__ = ["ParsedFunction", "parse_function", "read_function", "get_source", "fence",
+           "resolve_names"]

@@ -1,0 +1,370 @@
+"""Canonicalization: rewrite a fenced function into the few shapes the transforms handle.
+
+Ordered, single-purpose passes (``CANONICALIZE_PASSES``):
+
+1. ``expand-elif``           ``elif c:`` -> ``else:`` + nested ``if c:``
+2. ``expand-aug-assign``     ``x += y`` -> ``x = x + y``
+3. ``lower-for-loops``       ``for x in xs`` / ``enumerate`` / ``zip`` -> ``for _i in range(n)``
+4. ``remove-break-continue`` ``break``/``continue``/loop ``else`` -> flags and guarded blocks
+5. ``remove-early-returns``  a single ``return`` as the last statement (``_ret`` variable)
+
+Conditional expressions, ``and``/``or`` and chained comparisons are turned into ``if``
+statements by the ANF pass (`anf.py`), which knows the evaluation order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import parse_template_expression, parse_template_statement
+
+from transpiler.frontend.passes import (
+    LocatedTransformer,
+    Locations,
+    Stage,
+    parenthesize,
+    run_stages,
+)
+
+Statements = list[cst.BaseStatement]
+Loop = cst.For | cst.While
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return parse_template_statement("{name} = {value}", name=cst.Name(name), value=value)  # type: ignore[return-value]
+
+
+def _guarded(flag: str, body: Sequence[cst.BaseStatement]) -> cst.If:
+    """``if not <flag>:`` around ``body``."""
+    node = parse_template_statement("if not {flag}:\n    pass\n", flag=cst.Name(flag))
+    assert isinstance(node, cst.If)
+    return node.with_changes(body=node.body.with_changes(body=list(body)))
+
+
+def _block_of(node: cst.BaseSuite) -> Statements:
+    assert isinstance(node, cst.IndentedBlock), "fence rejects one-line compound statements"
+    return list(node.body)
+
+
+def _contains(node: cst.CSTNode, matcher: m.BaseMatcherNode) -> bool:
+    return bool(m.findall(node, matcher))
+
+
+def _assigned_names(node: cst.CSTNode) -> set[str]:
+    """Names bound anywhere in ``node`` (assignment and loop targets)."""
+    names: set[str] = set()
+    for target in m.findall(node, m.AssignTarget() | m.For() | m.AugAssign() | m.AnnAssign()):
+        expr = target.target  # type: ignore[attr-defined]
+        names.update(n.value for n in m.findall(expr, m.Name()) if isinstance(n, cst.Name))
+    return names
+
+
+# --------------------------------------------------------------------------- expand-elif
+class ExpandElif(LocatedTransformer):
+    """``elif c:`` becomes ``else:`` holding ``if c:``, so every ``if`` has one test."""
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        if isinstance(updated_node.orelse, cst.If):
+            nested = cst.Else(body=cst.IndentedBlock(body=[updated_node.orelse]))
+            return updated_node.with_changes(orelse=nested)
+        return updated_node
+
+
+# ---------------------------------------------------------------------- expand-aug-assign
+AUG_TO_BINARY: dict[type, type] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide,
+    cst.ModuloAssign: cst.Modulo, cst.PowerAssign: cst.Power,
+    cst.MatrixMultiplyAssign: cst.MatrixMultiply, cst.LeftShiftAssign: cst.LeftShift,
+    cst.RightShiftAssign: cst.RightShift, cst.BitAndAssign: cst.BitAnd,
+    cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
+}
+
+
+class ExpandAugAssign(LocatedTransformer):
+    """``x op= y`` becomes ``x = x op (y)`` (subscript targets are rejected by the fence)."""
+
+    def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.Assign:
+        if not m.matches(updated_node.target, m.Name()):
+            raise self.ctx.error("augmented assignment is only supported on a plain variable",
+                                 original_node, "write `x = x + y` instead")
+        operator = AUG_TO_BINARY[type(updated_node.operator)]()
+        value = cst.BinaryOperation(left=updated_node.target, operator=operator,
+                                    right=parenthesize(updated_node.value))
+        return cst.Assign(targets=[cst.AssignTarget(target=updated_node.target)], value=value)
+
+
+# ------------------------------------------------------------------------ lower-for-loops
+_RANGE = m.Call(func=m.Name("range"))
+_DICT_VIEW = m.Call(func=m.Attribute(attr=m.Name("items") | m.Name("keys") | m.Name("values")), args=[])
+
+
+class LowerForLoops(LocatedTransformer):
+    """``for t in seq`` becomes ``for _i in range(len(seq)): t = seq[_i]``.
+
+    ``range(...)`` loops are kept. ``enumerate(seq[, start])`` and ``zip(a, b, ...)`` unpack
+    into one index loop (nested freely); an iterable that is not a plain, loop-invariant
+    name is evaluated once before the loop into ``_seqN`` (dict views through ``list``).
+    """
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For | cst.FlattenSentinel:
+        loop = updated_node
+        if m.matches(loop.iter, _RANGE) and m.matches(loop.target, m.Name()):
+            return loop
+        if m.matches(loop.iter, _RANGE):
+            raise self.ctx.error("a range loop needs a single variable as its target", original_node)
+        self._original = original_node
+        self._assigned = _assigned_names(loop.body)
+        self._pre: Statements = []
+        index = self._index_name(loop)
+        length, binds = self._unpack(loop.target, loop.iter, cst.Name(index))
+        new_loop = loop.with_changes(
+            target=cst.Name(index),
+            iter=parse_template_expression("range({n})", n=length),
+            body=loop.body.with_changes(body=[*binds, *_block_of(loop.body)]),
+        )
+        return cst.FlattenSentinel([*self._pre, new_loop]) if self._pre else new_loop
+
+    def _index_name(self, loop: cst.For) -> str:
+        """The user's own index of ``for i, x in enumerate(xs)``, else a fresh ``_iN``."""
+        if (m.matches(loop.iter, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)]))
+                and m.matches(loop.target, m.Tuple(elements=[m.Element(value=m.Name()), m.Element()]))):
+            return loop.target.elements[0].value.value  # type: ignore[attr-defined]
+        return self.ctx.names.fresh("_i")
+
+    def _unpack(self, target: cst.BaseExpression, seq: cst.BaseExpression,
+                index: cst.Name) -> tuple[cst.BaseExpression, Statements]:
+        """(length expression, statements binding ``target`` at ``index``) for ``seq``."""
+        call_name = seq.func.value if m.matches(seq, m.Call(func=m.Name())) else None  # type: ignore[attr-defined]
+        if call_name == "enumerate":
+            return self._unpack_enumerate(target, seq, index)  # type: ignore[arg-type]
+        if call_name == "zip":
+            return self._unpack_zip(target, seq, index)  # type: ignore[arg-type]
+        if m.matches(seq, _DICT_VIEW):
+            seq = parse_template_expression("list({view})", view=seq)
+        if not (m.matches(seq, m.Name()) and seq.value not in self._assigned):  # type: ignore[attr-defined]
+            seq = self._hoist(seq)
+        length = parse_template_expression("len({seq})", seq=seq)
+        bind = parse_template_statement("{t} = {seq}[{i}]", t=target, seq=seq, i=index)
+        return length, [bind]  # type: ignore[list-item]
+
+    def _unpack_enumerate(self, target: cst.BaseExpression, seq: cst.Call,
+                          index: cst.Name) -> tuple[cst.BaseExpression, Statements]:
+        if not m.matches(target, m.Tuple(elements=[m.Element(), m.Element()])):
+            raise self.ctx.error("unpack `enumerate` in the loop target: `for i, x in enumerate(xs)`",
+                                 self._original)
+        counter, rest = (element.value for element in target.elements)  # type: ignore[attr-defined]
+        binds: Statements = []
+        if len(seq.args) > 1:
+            start = seq.args[1].value
+            start = start if m.matches(start, m.Name() | m.Integer()) else self._hoist(start)
+            value = parse_template_expression("{i} + {start}", i=index, start=start)
+            binds.append(parse_template_statement("{t} = {v}", t=counter, v=value))  # type: ignore[arg-type]
+        elif not m.matches(counter, m.Name(index.value)):
+            binds.append(parse_template_statement("{t} = {i}", t=counter, i=index))  # type: ignore[arg-type]
+        length, inner = self._unpack(rest, seq.args[0].value, index)
+        return length, [*binds, *inner]
+
+    def _unpack_zip(self, target: cst.BaseExpression, seq: cst.Call,
+                    index: cst.Name) -> tuple[cst.BaseExpression, Statements]:
+        if not (m.matches(target, m.Tuple() | m.List())
+                and len(target.elements) == len(seq.args)):  # type: ignore[attr-defined]
+            raise self.ctx.error(f"unpack `zip` into {len(seq.args)} loop variables", self._original)
+        lengths, binds = [], []
+        for element, arg in zip(target.elements, seq.args):  # type: ignore[attr-defined]
+            length, bind = self._unpack(element.value, arg.value, index)
+            lengths.append(cst.Arg(value=length))
+            binds.extend(bind)
+        if len(lengths) == 1:
+            return lengths[0].value, binds
+        return cst.Call(func=cst.Name("min"), args=lengths), binds
+
+    def _hoist(self, expr: cst.BaseExpression) -> cst.Name:
+        """Evaluate ``expr`` once, before the loop, into a fresh ``_seqN``."""
+        name = self.ctx.names.fresh("_seq")
+        self._pre.append(_assign(name, expr))
+        return cst.Name(name)
+
+
+# ------------------------------------------------------------------- remove-break-continue
+_JUMP = m.Break() | m.Continue()
+
+
+class RemoveBreakContinue(LocatedTransformer):
+    """``break``/``continue`` become flags; the code after them runs under ``if not flag``.
+
+    ``break`` sets ``_brkN`` (checked by ``while not _brkN and (test)`` or by an ``if`` around
+    a ``for`` body, whose user-visible target is then assigned inside that guard so it keeps
+    Python's value after a break); ``continue`` sets ``_contN``, reset at the top of each
+    iteration. A loop ``else`` runs after the loop (under ``if not _brkN`` when it breaks).
+    Nested loops are rewritten first (bottom-up), so remaining jumps belong to this loop.
+    """
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For | cst.FlattenSentinel:
+        return self._rewrite(original_node, updated_node)
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While | cst.FlattenSentinel:
+        return self._rewrite(original_node, updated_node)
+
+    def _rewrite(self, original: Loop, loop: Loop):  # type: ignore[no-untyped-def]
+        has_break = _contains(loop.body, m.Break())
+        has_continue = _contains(loop.body, m.Continue())
+        if not (has_break or has_continue or loop.orelse):
+            return loop
+        loc = self.ctx.location_of(original)
+        brk = self.ctx.names.fresh("_brk") if has_break else None
+        cont = self.ctx.names.fresh("_cont") if has_continue else None
+        body = self._guard_block(_block_of(loop.body), brk, cont)
+        if cont:
+            body.insert(0, _assign(cont, cst.Name("False")))
+        before: Statements = []
+        if brk:
+            before.append(_assign(brk, cst.Name("False")))
+            loop = self._stop_on_break(loop, brk, body)
+        else:
+            loop = loop.with_changes(body=loop.body.with_changes(body=body))
+        after: Statements = []
+        if loop.orelse is not None:
+            else_body = _block_of(loop.orelse.body)
+            after = [_guarded(brk, else_body)] if brk else else_body
+            loop = loop.with_changes(orelse=None)
+        for statement in (*before, *after):
+            self.ctx.locate(statement, loc)
+        return cst.FlattenSentinel([*before, loop, *after])
+
+    def _stop_on_break(self, loop: Loop, brk: str, body: Statements) -> Loop:
+        if isinstance(loop, cst.While):
+            test = parse_template_expression("not {brk} and {test}", brk=cst.Name(brk),
+                                             test=parenthesize(loop.test))
+            return loop.with_changes(test=test, body=loop.body.with_changes(body=body))
+        target = loop.target
+        if not (m.matches(target, m.Name()) and target.value in self.ctx.names.generated):  # type: ignore[attr-defined]
+            index = cst.Name(self.ctx.names.fresh("_i"))
+            body.insert(0, parse_template_statement("{t} = {i}", t=target, i=index))  # type: ignore[arg-type]
+            loop = loop.with_changes(target=index)
+        return loop.with_changes(body=loop.body.with_changes(body=[_guarded(brk, body)]))
+
+    def _guard_block(self, statements: Statements, brk: str | None, cont: str | None) -> Statements:
+        """``statements`` with jumps replaced by flag assignments and what follows guarded."""
+        guard_flag = cont or brk
+        assert guard_flag is not None or not any(_contains(s, _JUMP) for s in statements)
+        out: Statements = []
+        for k, statement in enumerate(statements):
+            if isinstance(statement, cst.SimpleStatementLine) and _contains(statement, _JUMP):
+                out.append(self._replace_jumps(statement, brk, cont))
+                return out  # the rest of this block is unreachable
+            if isinstance(statement, cst.If) and _contains(statement, _JUMP):
+                out.append(self._guard_if(statement, brk, cont))
+                rest = self._guard_block(statements[k + 1:], brk, cont)
+                if rest:
+                    guard = _guarded(guard_flag, rest)  # type: ignore[arg-type]
+                    self.ctx.locate(guard, self.ctx.location_of(statement))
+                    out.append(guard)
+                return out
+            out.append(statement)
+        return out
+
+    def _guard_if(self, node: cst.If, brk: str | None, cont: str | None) -> cst.If:
+        body = node.body.with_changes(body=self._guard_block(_block_of(node.body), brk, cont))
+        orelse = node.orelse
+        if orelse is not None:
+            else_block = self._guard_block(_block_of(orelse.body), brk, cont)  # type: ignore[arg-type]
+            orelse = orelse.with_changes(body=orelse.body.with_changes(body=else_block))
+        return self.ctx.relocate(node.with_changes(body=body, orelse=orelse), node)
+
+    def _replace_jumps(self, line: cst.SimpleStatementLine, brk: str | None,
+                       cont: str | None) -> cst.SimpleStatementLine:
+        kept: list[cst.BaseSmallStatement] = []
+        for small in line.body:
+            if m.matches(small, _JUMP):
+                flags = [cont] if isinstance(small, cst.Continue) else [brk, cont]
+                for flag in filter(None, flags):
+                    assign = _assign(flag, cst.Name("True")).body[0]
+                    self.ctx.locate(assign, self.ctx.location_of(small, line))
+                    kept.append(assign)
+                break
+            kept.append(small)
+        return self.ctx.relocate(line.with_changes(body=kept), line)
+
+
+# -------------------------------------------------------------------- remove-early-returns
+class RemoveEarlyReturns(LocatedTransformer):
+    """One ``return`` per function, as its last statement.
+
+    A function that can fall off its end gets ``return None``. Code after an ``if`` that
+    may return moves into the branches that do not (so each path ends in a return); each
+    ``return e`` then becomes ``_ret = e`` and the function ends in ``return _ret``.
+    ``return`` inside a loop is a `TranspileError` for now.
+    """
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        for loop in m.findall(updated_node.body, m.For() | m.While()):
+            for ret in m.findall(loop, m.Return()):
+                raise self.ctx.error(
+                    "`return` inside a loop is not supported yet", ret,
+                    "restructure the loop: keep the result in a variable (and `break`), "
+                    "then return after the loop")
+        body = _block_of(updated_node.body)
+        returns = m.findall(updated_node.body, m.Return())
+        if not (body and m.matches(body[-1], m.SimpleStatementLine(body=[m.Return()]))):
+            final = cst.SimpleStatementLine(body=[cst.Return(value=cst.Name("None"))])
+            self.ctx.locate_line(final, self.ctx.location_of(original_node))
+            body.append(final)
+            returns = [*returns, final.body[0]]
+        if len(returns) > 1:
+            result = self.ctx.names.fresh_plain("_ret")
+            final = cst.SimpleStatementLine(body=[cst.Return(value=cst.Name(result))])
+            self.ctx.locate_line(final, self.ctx.location_of(returns[-1]))
+            body = [*self._assign_returns(body, result), final]
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+
+    def _assign_returns(self, statements: Statements, result: str) -> Statements:
+        out: Statements = []
+        for k, statement in enumerate(statements):
+            if isinstance(statement, cst.SimpleStatementLine) and _contains(statement, m.Return()):
+                out.append(self._replace_return(statement, result))
+                return out  # unreachable after a return
+            if isinstance(statement, cst.If) and _contains(statement, m.Return()):
+                rest = statements[k + 1:]
+                body = self._assign_returns([*_block_of(statement.body), *rest], result)
+                else_block = _block_of(statement.orelse.body) if statement.orelse else []  # type: ignore[arg-type]
+                orelse = cst.Else(body=cst.IndentedBlock(
+                    body=self._assign_returns([*else_block, *rest], result)))
+                out.append(self.ctx.relocate(statement.with_changes(
+                    body=statement.body.with_changes(body=body), orelse=orelse), statement))
+                return out
+            out.append(statement)
+        return out
+
+    def _replace_return(self, line: cst.SimpleStatementLine, result: str) -> cst.SimpleStatementLine:
+        kept: list[cst.BaseSmallStatement] = []
+        for small in line.body:
+            if isinstance(small, cst.Return):
+                value = small.value if small.value is not None else cst.Name("None")
+                assign = _assign(result, value)
+                self.ctx.locate_line(assign, self.ctx.location_of(small, line))
+                if len(kept) == 0:
+                    return assign
+                kept.append(assign.body[0])
+                break
+            kept.append(small)
+        return self.ctx.relocate(line.with_changes(body=kept), line)
+
+
+CANONICALIZE_PASSES: list[Stage] = [
+    Stage("expand-elif", ExpandElif),
+    Stage("expand-aug-assign", ExpandAugAssign),
+    Stage("lower-for-loops", LowerForLoops),
+    Stage("remove-break-continue", RemoveBreakContinue),
+    Stage("remove-early-returns", RemoveEarlyReturns),
+]
+
+
+def canonicalize_function(
+    func: cst.FunctionDef, filename: str, locations: Locations
+) -> tuple[cst.FunctionDef, Locations]:
+    """Run ``CANONICALIZE_PASSES`` on a fenced function; returns it and its source map."""
+    return run_stages(func, filename, locations, CANONICALIZE_PASSES)

@@ -1,0 +1,171 @@
+"""Stage ``fence``: reject unsupported syntax up front, at the user's file:line:col.
+
+Each rejection says what is unsupported and what to write instead. Allowed on purpose:
+nested ``def``s and ``lambda``s (undecorated), ``assert``, ``print``, strings and
+f-strings, ``*args`` / ``**kwargs`` in calls, ``if``/``for``/``while``/``break``/
+``continue``/early ``return`` (canonicalized later).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+import libcst.matchers as m
+
+from transpiler.errors import SourceLocation, TranspileError
+
+# node type -> (what is unsupported, what to do instead)
+UNSUPPORTED: dict[type[cst.CSTNode], tuple[str, str]] = {
+    cst.ClassDef: ("class definitions inside a transformed function are not supported",
+                   "Define the class at module level."),
+    cst.Yield: ("generators (`yield`) are not supported",
+                "Return a list or an array instead of yielding values."),
+    cst.Global: ("`global` declarations are not supported",
+                 "Pass the value in as an argument and return the new value."),
+    cst.Nonlocal: ("`nonlocal` declarations are not supported",
+                   "Pass the value in as an argument and return the new value."),
+    cst.Try: ("`try` statements are not supported",
+              "Check the condition explicitly (e.g. with `jnp.where`) instead of catching."),
+    cst.TryStar: ("`try`/`except*` statements are not supported",
+                  "Check the condition explicitly instead of catching."),
+    cst.With: ("`with` statements are not supported",
+               "Move the `with` block outside the transformed function."),
+    cst.Await: ("`await` is not supported", "Transform a plain (non-async) function."),
+    cst.Del: ("`del` is not supported",
+              "Just stop using the name (or rebind it to a new value)."),
+    cst.Import: ("`import` inside a transformed function is not supported",
+                 "Import at module level; the function sees module-level names."),
+    cst.ImportFrom: ("`import` inside a transformed function is not supported",
+                     "Import at module level; the function sees module-level names."),
+    cst.NamedExpr: ("assignment expressions (`:=`) are not supported",
+                    "Assign the value in a statement of its own first."),
+    cst.ListComp: ("list comprehensions are not supported yet",
+                   "Write a `for` loop that appends to a list."),
+    cst.SetComp: ("set comprehensions are not supported", "Write a `for` loop instead."),
+    cst.DictComp: ("dict comprehensions are not supported",
+                   "Write a `for` loop that fills a dict."),
+    cst.GeneratorExp: ("generator expressions are not supported",
+                       "Write a `for` loop that accumulates the result."),
+    cst.Match: ("`match` statements are not supported", "Write an `if`/`elif` chain."),
+}
+
+# augmented operator -> the `.at[...]` method that does it
+AT_METHODS: dict[type[cst.BaseAugOp], str] = {
+    cst.AddAssign: "add",
+    cst.MultiplyAssign: "multiply",
+    cst.DivideAssign: "divide",
+    cst.PowerAssign: "power",
+}
+
+
+class Fence(cst.CSTVisitor):
+    """Raises `TranspileError` at the first unsupported construct of a function."""
+
+    def __init__(self, filename: str, locations: dict[cst.CSTNode, SourceLocation]) -> None:
+        super().__init__()
+        self.filename = filename
+        self.locations = locations
+        self.depth = 0  # function nesting: 1 inside the transformed function itself
+
+    def error(self, node: cst.CSTNode, message: str, hint: str) -> TranspileError:
+        return TranspileError(message, self.locations.get(node), hint)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        rule = UNSUPPORTED.get(type(node))
+        if rule is not None:
+            raise self.error(node, *rule)
+        return super().on_visit(node)
+
+    # --- functions ---------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.asynchronous is not None:
+            raise self.error(node, "`async def` functions are not supported",
+                             "Transform a plain (non-async) function.")
+        if self.depth > 0 and node.decorators:
+            decorator = node.decorators[0]
+            raise self.error(decorator, "decorators on nested functions are not supported",
+                             f"Define `{node.name.value}` undecorated and apply the decorator "
+                             f"by a call: `{node.name.value} = {_code(decorator.decorator)}"
+                             f"({node.name.value})`.")
+        self.depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    # --- loops -------------------------------------------------------------------------
+    def visit_For(self, node: cst.For) -> None:
+        if node.asynchronous is not None:
+            raise self.error(node, "`async for` is not supported", "Use a plain `for` loop.")
+        self.check_targets(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        if node.asynchronous is not None:
+            raise self.error(node, "`async for` is not supported", "Use a plain `for` loop.")
+
+    # --- assignments -------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.check_targets(target.target, None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.check_targets(node.target, None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.check_targets(node.target, node)
+
+    def check_targets(self, target: cst.BaseExpression, aug: Optional[cst.AugAssign]) -> None:
+        """Reject writes into arrays (``x[i] = v``), attributes and starred targets."""
+        for leaf in _target_leaves(target):
+            if m.matches(leaf, m.StarredElement()):
+                raise self.error(leaf, "starred assignment targets (`a, *rest = ...`) are not "
+                                 "supported", "Index explicitly: `a, rest = t[0], t[1:]`.")
+            if m.matches(leaf, m.Subscript()):
+                assert isinstance(leaf, cst.Subscript)
+                raise self.error(leaf, "in-place update of an array element is not supported "
+                                 "(arrays are immutable)", _at_hint(leaf, aug))
+            if m.matches(leaf, m.Attribute()):
+                assert isinstance(leaf, cst.Attribute)
+                raise self.error(leaf, "assignment to an attribute is not supported (objects "
+                                 "cannot be mutated inside a transformed function)",
+                                 f"Bind a new local name instead of setting "
+                                 f"`{_code(leaf)}`, and return it if the caller needs it.")
+
+
+def fence(func: cst.FunctionDef, filename: str,
+          locations: dict[cst.CSTNode, SourceLocation]) -> None:
+    """Raise `TranspileError` at the first construct of `func` that transforms cannot handle."""
+    func.visit(Fence(filename, locations))
+
+
+def _target_leaves(target: cst.BaseExpression) -> Iterator[cst.CSTNode]:
+    """The individual targets of an assignment target (looking into tuples and lists)."""
+    if m.matches(target, m.Tuple() | m.List()):
+        assert isinstance(target, (cst.Tuple, cst.List))
+        for element in target.elements:
+            if m.matches(element, m.StarredElement()):
+                yield element
+            else:
+                yield from _target_leaves(element.value)
+    else:
+        yield target
+
+
+def _at_hint(target: cst.Subscript, aug: Optional[cst.AugAssign]) -> str:
+    array = _code(target.value)
+    index = ", ".join(_code(element.slice) for element in target.slice)
+    at = f"{array} = {array}.at[{index}]"
+    if aug is None:
+        return f"Write `{at}.set(value)` instead."
+    value = _code(aug.value)
+    method = AT_METHODS.get(type(aug.operator))
+    if method is not None:
+        return f"Write `{at}.{method}({value})` instead."
+    if m.matches(aug.operator, m.SubtractAssign()):
+        return f"Write `{at}.add(-({value}))` instead."
+    op = _code(aug.operator).strip().rstrip("=")
+    return f"Write `{at}.set({_code(target)} {op} {value})` instead."
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip()

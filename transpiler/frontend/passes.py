@@ -1,0 +1,246 @@
+"""Infrastructure shared by the frontend's source-to-source passes.
+
+Every pass is a libcst transformer class ``VerbObject`` with a stage name ``verb-object``.
+A pipeline is an explicit ordered list of `Stage`s (see ``CANONICALIZE_PASSES`` in
+`canonicalize.py` and ``ANF_PASSES`` in `anf.py`); `run_stages` applies one and can hand
+the code after every stage to a ``dump`` callback, and `dump_stages` returns that code.
+
+Source map: `PassContext.locations` maps CST nodes to the user's `SourceLocation`. It is
+keyed by node identity; `LocatedTransformer` copies the entry of an original node to the
+node(s) that replace it, so a pass only has to locate the statements it synthesizes.
+After each stage, a statement still without an entry takes the location of the statement
+it is nested in (used for statements generated inside a generated ``if``); the function's
+own location is the last resort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import libcst as cst
+import libcst.matchers as m
+
+from transpiler.errors import SourceLocation, TranspileError
+
+Locations = dict[cst.CSTNode, SourceLocation]
+NodeT = TypeVar("NodeT", bound=cst.CSTNode)
+StatementNode = cst.BaseStatement | cst.BaseSmallStatement
+
+
+class NameGenerator:
+    """Deterministic fresh names (``_t0, _t1, ...``) that never clash with the user's."""
+
+    def __init__(self, used: Iterable[str]) -> None:
+        self.used = set(used)
+        self.counters: dict[str, int] = {}
+        self.generated: set[str] = set()
+
+    @classmethod
+    def for_function(cls, func: cst.FunctionDef) -> NameGenerator:
+        return cls(name.value for name in m.findall(func, m.Name()) if isinstance(name, cst.Name))
+
+    def fresh(self, prefix: str) -> str:
+        """The next unused ``prefix<N>`` (N counts up per prefix)."""
+        n = self.counters.get(prefix, 0)
+        while f"{prefix}{n}" in self.used:
+            n += 1
+        self.counters[prefix] = n + 1
+        return self._claim(f"{prefix}{n}")
+
+    def fresh_plain(self, name: str) -> str:
+        """``name`` itself when unused, else a numbered variant."""
+        return self._claim(name) if name not in self.used else self.fresh(name)
+
+    def _claim(self, name: str) -> str:
+        self.used.add(name)
+        self.generated.add(name)
+        return name
+
+
+@dataclass
+class PassContext:
+    """What every pass of one function shares: file, source map and fresh names."""
+
+    filename: str
+    locations: Locations
+    names: NameGenerator
+    function_location: SourceLocation | None = None
+
+    def location_of(self, *nodes: cst.CSTNode | None) -> SourceLocation | None:
+        """The location of the first of ``nodes`` that has one."""
+        for node in nodes:
+            if node is not None and node in self.locations:
+                return self.locations[node]
+        return self.function_location
+
+    def locate(self, node: cst.CSTNode, loc: SourceLocation | None) -> None:
+        """Give ``node`` (a synthesized statement or expression) the location ``loc``."""
+        if loc is not None and node not in self.locations:
+            self.locations[node] = loc
+
+    def relocate(self, new: NodeT, old: cst.CSTNode) -> NodeT:
+        """Give ``new`` (built from ``old`` with ``with_changes``) the location of ``old``."""
+        self.locate(new, self.location_of(old))
+        return new
+
+    def locate_line(self, line: cst.SimpleStatementLine, loc: SourceLocation | None) -> None:
+        """Locate a statement line and each of its small statements."""
+        self.locate(line, loc)
+        for small in line.body:
+            self.locate(small, loc)
+
+    def error(self, message: str, node: cst.CSTNode | None, hint: str = "") -> TranspileError:
+        return TranspileError(message, self.location_of(node), hint)
+
+
+class LocatedTransformer(cst.CSTTransformer):
+    """A transformer whose replacement nodes inherit the original node's location."""
+
+    def __init__(self, ctx: PassContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+        result = super().on_leave(original_node, updated_node)
+        loc = self.ctx.locations.get(original_node)
+        if loc is not None:
+            nodes = result.nodes if isinstance(result, cst.FlattenSentinel) else [result]
+            for node in nodes:
+                if isinstance(node, cst.CSTNode):
+                    self.ctx.locate(node, loc)
+        return result
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pass of a pipeline: its stage name and its transformer class."""
+
+    name: str
+    transformer: type[LocatedTransformer]
+    doc: str = field(default="", compare=False)
+
+
+def function_code(func: cst.FunctionDef) -> str:
+    """The source text of a function node."""
+    return cst.Module(body=[func]).code
+
+
+def is_statement(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement))
+
+
+def iter_statements(func: cst.FunctionDef) -> list[StatementNode]:
+    """Every statement inside ``func`` (compound, lines and small statements), nested too."""
+    found: list[StatementNode] = []
+
+    class _Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is not func and is_statement(node):
+                found.append(node)  # type: ignore[arg-type]
+            return True
+
+    func.visit(_Collect())
+    return found
+
+
+def fill_locations(func: cst.FunctionDef, ctx: PassContext) -> None:
+    """Give every unlocated statement the location of its enclosing statement."""
+    locations = ctx.locations
+
+    class _Fill(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[SourceLocation | None] = [ctx.location_of(func)]
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if is_statement(node) and node is not func:
+                if node not in locations and self.stack[-1] is not None:
+                    locations[node] = self.stack[-1]  # type: ignore[assignment]
+                self.stack.append(locations.get(node, self.stack[-1]))
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if is_statement(original_node) and original_node is not func:
+                self.stack.pop()
+
+    func.visit(_Fill())
+
+
+def prune_locations(func: cst.FunctionDef, locations: Locations) -> Locations:
+    """The entries of ``locations`` for nodes of ``func`` only (drops replaced nodes)."""
+    kept: Locations = {}
+
+    class _Keep(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node in locations:
+                kept[node] = locations[node]
+            return True
+
+    func.visit(_Keep())
+    return kept
+
+
+def run_stages(
+    func: cst.FunctionDef,
+    filename: str,
+    locations: Locations,
+    stages: Sequence[Stage],
+    dump: Callable[[str, str], None] | None = None,
+) -> tuple[cst.FunctionDef, Locations]:
+    """Apply ``stages`` in order; ``dump(stage_name, code)`` sees the code after each one."""
+    ctx = PassContext(
+        filename=filename,
+        locations=dict(locations),
+        names=NameGenerator.for_function(func),
+        function_location=locations.get(func),
+    )
+    for stage in stages:
+        result = func.visit(stage.transformer(ctx))
+        assert isinstance(result, cst.FunctionDef), f"stage {stage.name} did not return a function"
+        if func in ctx.locations:
+            ctx.locate(result, ctx.locations[func])
+        func = result
+        fill_locations(func, ctx)
+        if dump is not None:
+            dump(stage.name, function_code(func))
+    return func, prune_locations(func, ctx.locations)
+
+
+def dump_stages(
+    func: cst.FunctionDef, filename: str, locations: Locations, stages: Sequence[Stage]
+) -> dict[str, str]:
+    """The code after each stage of ``stages``, by stage name (for debugging and the CLI)."""
+    codes: dict[str, str] = {}
+    run_stages(func, filename, locations, stages, dump=lambda name, code: codes.__setitem__(name, code))
+    return codes
+
+
+def frontend_stages() -> list[Stage]:
+    """The whole frontend pipeline after the fence: canonicalization, then ANF."""
+    from transpiler.frontend.anf import (
+        ANF_PASSES,  # local: those modules import this one
+    )
+    from transpiler.frontend.canonicalize import CANONICALIZE_PASSES
+
+    return [*CANONICALIZE_PASSES, *ANF_PASSES]
+
+
+# Expressions that print correctly as an operand without parentheses.
+_ATOMIC = (
+    cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+    cst.FormattedString, cst.Call, cst.Subscript, cst.Attribute, cst.List, cst.Dict, cst.Set,
+    cst.Ellipsis,
+)
+
+
+def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` wrapped in parentheses unless it is atomic or already parenthesized.
+
+    libcst prints operands verbatim, so an operand spliced into a larger expression (or a
+    template, whose placeholders drop parentheses) must carry its own.
+    """
+    if isinstance(expr, _ATOMIC) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

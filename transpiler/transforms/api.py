@@ -1,0 +1,200 @@
+"""``grad``, ``value_and_grad`` and ``vjp`` with JAX's signatures, built on generated code."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence, Union
+
+from transpiler import tree_util
+from transpiler.errors import TranspileError, user_location
+
+_GENERATED: dict[tuple, tuple[str, Callable]] = {}
+
+
+def _target(fn: Any) -> Any:
+    """The Python function behind our own wrappers (jit, grad ...)."""
+    while True:
+        inner = getattr(fn, "_fun", None) or getattr(fn, "__transpiler_wrapped__", None)
+        if inner is None:
+            return fn
+        fn = inner
+
+
+def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tuple[str, Callable]:
+    """The generated ``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of `fn` (cached)."""
+    fn = _target(fn)
+    key = (fn, active, has_aux)
+    hit = _GENERATED.get(key)
+    if hit is not None:
+        return hit
+    from transpiler.codegen import emit
+    from transpiler.frontend import parse_function
+    from transpiler.transforms.reverse_ad import ReverseAD
+    parsed = parse_function(fn)
+    generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
+    namespace = dict(parsed.namespace)
+    namespace.update(_aliases(parsed.namespace))
+    namespace.update(generated.namespace)
+    first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
+    function = emit(generated.func, namespace, generated.origin, transform="reverse mode",
+                    name=parsed.name, file=parsed.filename, line=first)
+    result = (generated.func.name.value, function)
+    _GENERATED[key] = result
+    return result
+
+
+def _aliases(namespace: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    from transpiler import lax
+    from transpiler import numpy as jnp
+    from transpiler.transforms import adjoint_helpers as ad
+    out = {}
+    for alias, module in (("jnp", jnp), ("lax", lax), ("np", np), ("ad", ad)):
+        out[alias if namespace.get(alias, module) is module else f"_{alias}"] = module
+    return out
+
+
+def _as_arrays(tree: Any) -> Any:
+    import numpy as np
+
+    from transpiler import numpy as jnp
+    return tree_util.tree_map(
+        lambda x: jnp.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else x, tree)
+
+
+def _positional_names(fn: Callable) -> list[str]:
+    params = inspect.signature(_target(fn)).parameters.values()
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _argnums(argnums: Union[int, Sequence[int]], nargs: int, fname: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise TypeError(f"grad({fname}): argnums {argnums} out of range for a function "
+                            f"called with {nargs} positional arguments")
+    return tuple(i % nargs for i in nums)
+
+
+def _check_differentiable(args: Sequence[Any], nums: Sequence[int], fname: str) -> None:
+    from transpiler import dtypes
+    from transpiler.primitives.core import abstractify
+    for i in nums:
+        for leaf in tree_util.tree_leaves(args[i]):
+            aval = abstractify(leaf, i, fname)
+            if not dtypes.is_float(aval.dtype):
+                raise TranspileError(
+                    f"grad({fname}) requires real-valued (floating) inputs, but argument {i} "
+                    f"has dtype {aval.dtype}", user_location(),
+                    "pass floats (e.g. x.astype(jnp.float32)), or leave the argument out of "
+                    "argnums")
+
+
+def _finalize(bar: Any, primal: Any) -> Any:
+    """A full cotangent with the primal's structure: None -> zeros, primal dtypes."""
+    from transpiler import numpy as jnp
+    leaves, tree = tree_util.tree_flatten(primal)
+    bar_leaves = _leaves_like(bar, primal, len(leaves))
+    out = []
+    for b, p in zip(bar_leaves, leaves):
+        zero_like = jnp.zeros_like(p)
+        out.append(zero_like if b is None else jnp.astype(jnp.broadcast_to(b, jnp.shape(p)),
+                                                          zero_like.dtype))
+    return tree_util.tree_unflatten(tree, out)
+
+
+def _leaves_like(bar: Any, primal: Any, n: int) -> list[Any]:
+    if bar is None:
+        return [None] * n
+    if isinstance(primal, dict):
+        return [x for k in sorted(primal) for x in _leaves_like(
+            bar.get(k) if isinstance(bar, dict) else None, primal[k],
+            len(tree_util.tree_leaves(primal[k])))]
+    if isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields") or \
+            (isinstance(primal, tuple) and hasattr(primal, "_fields")):
+        return [x for b, p in zip(bar, primal)
+                for x in _leaves_like(b, p, len(tree_util.tree_leaves(p)))]
+    return [bar]
+
+
+class Transformed:
+    """A transformed function: call it, or read ``.source`` (the generated code that runs)."""
+
+    def __init__(self, call: Callable, fun: Callable, active_of: Callable[[], frozenset],
+                 has_aux: bool, kind: str) -> None:
+        functools.update_wrapper(self, fun)
+        self._call, self._fun, self._active_of = call, fun, active_of
+        self._has_aux, self._kind = has_aux, kind
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    @property
+    def source(self) -> str:
+        """The generated Python that runs (written to a file in the cache directory)."""
+        return vjp_function(self._fun, self._active_of(), self._has_aux)[1].source  # type: ignore
+
+    def __repr__(self) -> str:
+        return f"<{self._kind}({getattr(self._fun, '__name__', self._fun)})>"
+
+
+def _active_names(fun: Callable, argnums: Union[int, Sequence[int]]) -> frozenset:
+    names = _positional_names(fun)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return frozenset(names[i] for i in nums if -len(names) <= i < len(names))
+
+
+def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
+                   has_aux: bool = False) -> Transformed:
+    """``jax.value_and_grad``: ``f(*args) -> (value, grads)`` (``((value, aux), grads)``)."""
+    fname = getattr(fun, "__name__", "function")
+
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args), fname)
+        _check_differentiable(args, nums, fname)
+        names = _positional_names(fun)
+        if max(nums) >= len(names):
+            raise TypeError(f"grad({fname}): argnums {argnums} points into *args, which is not "
+                            "supported; give the argument a name")
+        active = frozenset(names[i] for i in nums)
+        _, generated = vjp_function(fun, active, has_aux)
+        from transpiler.transforms.runtime_helpers import SEED
+        args = tuple(_as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
+        out, bars = generated(*args, **kwargs, _out_bar=SEED)
+        grads = tuple(_finalize(bars[i], args[i]) for i in nums)
+        return out, (grads[0] if isinstance(argnums, int) else grads)
+
+    return Transformed(value_and_grad_f, fun, lambda: _active_names(fun, argnums), has_aux,
+                       "value_and_grad")
+
+
+def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
+         has_aux: bool = False) -> Transformed:
+    """``jax.grad``: the gradient of a real scalar function, as generated Python."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        out, grads = vg(*args, **kwargs)
+        return (grads, out[1]) if has_aux else grads
+
+    return Transformed(grad_f, fun, lambda: _active_names(fun, argnums), has_aux, "grad")
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+    """``jax.vjp``: ``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with has_aux)."""
+    names = _positional_names(fun)
+    if len(primals) > len(names):
+        raise TypeError(f"vjp: {len(primals)} primals for a function with {len(names)} "
+                        "positional parameters")
+    active = frozenset(names[:len(primals)])
+    _, generated = vjp_function(fun, active, has_aux)
+    result = fun(*primals)
+    out, aux = (result[0], result[1]) if has_aux else (result, None)
+
+    def vjp_fn(cotangent: Any) -> tuple:
+        _, bars = generated(*primals, _out_bar=cotangent)
+        return tuple(_finalize(b, p) for b, p in zip(bars, primals))
+
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

@@ -1,0 +1,181 @@
+"""What a statement of ANF code does, for the transforms: its kind, operands and callee.
+
+Callees are resolved at transform time through the function's namespace (globals and
+closure cells), so ``jnp.sum`` is the real function whatever the module calls it. The
+answer drives activity analysis (which values depend on differentiated inputs) and rule
+selection (primitive template, recursive transform of a composite, or a structural rule).
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import libcst as cst
+
+from transpiler.primitives.core import Primitive
+
+# Binary and unary operators, as the `transpiler.numpy` functions they stand for.
+BINOP_TO_FUNCTION = {
+    cst.Add: "add", cst.Subtract: "subtract", cst.Multiply: "multiply",
+    cst.Divide: "true_divide", cst.FloorDivide: "floor_divide", cst.Modulo: "remainder",
+    cst.Power: "power", cst.MatrixMultiply: "matmul",
+}
+UNARY_TO_FUNCTION = {cst.Minus: "negative", cst.Plus: "positive"}
+
+# Array methods, as the `transpiler.numpy` functions they forward to (self first).
+METHOD_TO_FUNCTION = {m: m for m in (
+    "sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "var", "std", "ravel", "squeeze",
+    "swapaxes", "clip", "round", "dot", "take", "repeat", "astype", "conj", "conjugate")}
+METHOD_TO_FUNCTION["flatten"] = "ravel"
+# Methods whose signature differs from the function's (``x.reshape(2, -1)``): the method.
+METHOD_OWN = frozenset({"reshape", "transpose"})
+
+# Attributes of arrays that are static metadata, never differentiable values.
+STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes",
+                               "weak_type", "aval"})
+ATTRIBUTE_TO_FUNCTION = {"T": "transpose", "mT": "matrix_transpose", "real": "real"}
+
+# Callables whose results never carry a derivative (they inspect, they don't compute).
+STATIC_BUILTINS = frozenset({len, isinstance, type, range, int, float, bool, str, print,
+                             repr, hasattr, getattr, callable, id, hash, enumerate, zip,
+                             sorted, reversed, slice, builtins.max, builtins.min, abs,
+                             builtins.all, builtins.any})
+PASS_THROUGH = frozenset({tuple, list})
+# Modules of the library whose functions only inspect shapes, dtypes and axes.
+STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpiler.config"})
+
+
+def _static_functions() -> frozenset:
+    from transpiler import numpy as jnp
+    from transpiler.primitives import core
+    return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
+                      core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
+                      core.promote_avals, core.shape_error, core.dtype_error})
+
+
+STATIC_FUNCTIONS: frozenset = frozenset()  # filled on first use (import order)
+
+
+@dataclass
+class Op:
+    """The right-hand side of one ANF assignment, classified."""
+
+    kind: str                       # copy | const | call | binop | unary | compare | index |
+                                    # attribute | pack | dict | other
+    operands: list[str] = field(default_factory=list)   # Names read by the value
+    callee: Any = None              # resolved object (call), or function name (binop ...)
+    callee_expr: Optional[cst.BaseExpression] = None
+    method_self: Optional[str] = None   # for a method call: the receiver Name
+    attr: str = ""
+
+
+def names_in(node: cst.CSTNode) -> list[str]:
+    """The Names a value reads, in order (attribute names and keywords excluded)."""
+    found: list[str] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value not in ("True", "False", "None"):
+                found.append(node.value)
+
+    node.visit(Collect())
+    return found
+
+
+def dotted(node: cst.BaseExpression) -> Optional[list[str]]:
+    """``a.b.c`` -> ["a", "b", "c"]; None for anything else."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return None if base is None else base + [node.attr.value]
+    return None
+
+
+def resolve(parts: list[str], namespace: dict[str, Any]) -> Any:
+    obj = namespace[parts[0]]
+    for part in parts[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+_MISSING = object()
+
+
+def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: set[str]) -> Op:
+    """Classify the value of `name = value` (ANF: operands are Names or literals)."""
+    operands = names_in(value)
+    local_operands = [n for n in operands if n in local_names]
+    if isinstance(value, cst.Name):
+        return Op("copy" if value.value in local_names else "const", local_operands)
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
+                          cst.FormattedString)):
+        return Op("const")
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.expression,
+                                                           (cst.Integer, cst.Float)):
+        return Op("const")
+    if isinstance(value, cst.Call):
+        parts = dotted(value.func)
+        if parts is not None and parts[0] in local_names:
+            if len(parts) == 2:  # method call on a value: x.sum(axis=1)
+                return Op("call", local_operands, callee=("method", parts[1]),
+                          callee_expr=value.func, method_self=parts[0])
+            return Op("call", local_operands, callee=("local", parts[0]), callee_expr=value.func)
+        callee = resolve(parts, namespace) if parts is not None and parts[0] in namespace \
+            else _MISSING
+        return Op("call", local_operands, callee=callee, callee_expr=value.func)
+    if isinstance(value, cst.BinaryOperation):
+        return Op("binop", local_operands, callee=BINOP_TO_FUNCTION.get(type(value.operator)))
+    if isinstance(value, cst.UnaryOperation):
+        return Op("unary", local_operands, callee=UNARY_TO_FUNCTION.get(type(value.operator)))
+    if isinstance(value, (cst.Comparison, cst.BooleanOperation)):
+        return Op("compare", local_operands)
+    if isinstance(value, cst.Subscript):
+        return Op("index", local_operands)
+    if isinstance(value, cst.Attribute):
+        return Op("attribute", local_operands, attr=value.attr.value)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return Op("pack", local_operands)
+    if isinstance(value, cst.Dict):
+        return Op("dict", local_operands)
+    return Op("other", local_operands)
+
+
+def callee_kind(callee: Any) -> str:
+    """primitive | static | pass | function | jitted | unknown (see the module docstring)."""
+    global STATIC_FUNCTIONS
+    if not STATIC_FUNCTIONS:
+        STATIC_FUNCTIONS = _static_functions()
+    if isinstance(callee, Primitive):
+        return "primitive" if callee.differentiable else "static"
+    if callee is _MISSING:
+        return "unknown"
+    if isinstance(callee, tuple):
+        return callee[0]  # ("method", name) or ("local", name)
+    try:
+        if callee in STATIC_BUILTINS or callee in STATIC_FUNCTIONS:
+            return "static"
+        if callee in PASS_THROUGH:
+            return "pass"
+    except TypeError:  # unhashable callee
+        pass
+    if getattr(callee, "__module__", "") in STATIC_MODULES:
+        return "static"
+    if isinstance(callee, types.FunctionType):
+        return "function"
+    if hasattr(callee, "_fun") and type(callee).__name__ == "Jitted":
+        return "jitted"
+    if isinstance(callee, type):
+        return "static" if issubclass(callee, (int, float, bool, str)) else "unknown"
+    return "unknown"

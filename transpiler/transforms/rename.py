@@ -1,0 +1,153 @@
+"""SSA renaming of ANF code: every name is assigned once on each path.
+
+Reverse mode reads forward values in the backward pass, so a reassigned variable
+(``x = x * 2; x = sin(x)``) must keep both values: the second assignment becomes
+``x_1 = sin(x)``. After an ``if`` whose branches give a name different versions, each
+branch ends with a copy into a fresh version (a phi node written as an assignment).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import libcst as cst
+
+
+class RenameNames(cst.CSTTransformer):
+    """Rename value Names (not attribute or keyword names) through a mapping."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return True
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
+        return updated.with_changes(name=original.name)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        new = self.mapping.get(original.value)
+        return updated.with_changes(value=new) if new else updated
+
+
+def rename(node: cst.CSTNode, mapping: dict[str, str]) -> cst.CSTNode:
+    return node.visit(RenameNames(mapping)) if mapping else node
+
+
+def assigned_names(target: cst.BaseAssignTargetExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in assigned_names(e.value)]  # type: ignore
+    return []
+
+
+def loop_assigned(stmt: cst.CSTNode) -> set[str]:
+    """Every name a statement (a loop, say) assigns anywhere inside it."""
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(assigned_names(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(assigned_names(node.target))
+
+    stmt.visit(Collect())
+    return names
+
+
+class SSA:
+    """Renames a function body; `origin` maps every new statement to the one it came from."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+        self.counters: dict[str, int] = {}
+        self.origin: dict[cst.CSTNode, cst.CSTNode] = {}
+
+    def fresh(self, name: str) -> str:
+        base = name
+        n = self.counters.get(base, 0)
+        while True:
+            n += 1
+            candidate = f"{base}_{n}"
+            if candidate not in self.taken:
+                break
+        self.counters[base] = n
+        self.taken.add(candidate)
+        return candidate
+
+    def body(self, stmts: Sequence[cst.BaseStatement], env: dict[str, str],
+             defined: set[str]) -> list[cst.BaseStatement]:
+        out: list[cst.BaseStatement] = []
+        for stmt in stmts:
+            out.extend(self.statement(stmt, env, defined))
+        return out
+
+    def statement(self, stmt: cst.BaseStatement, env: dict[str, str],
+                  defined: set[str]) -> list[cst.BaseStatement]:
+        if isinstance(stmt, cst.If):
+            return self.branch(stmt, env, defined)
+        if isinstance(stmt, (cst.For, cst.While)):
+            # A loop keeps its names (values carried across iterations); loops that compute
+            # differentiated values are the transform's business, not renaming's.
+            for name in loop_assigned(stmt):
+                env.setdefault(name, name)
+                defined.add(name)
+            new_loop = rename(stmt, env)
+            self.origin[new_loop] = stmt
+            return [new_loop]  # type: ignore[list-item]
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            assign = stmt.body[0]
+            value = rename(assign.value, env)
+            targets = []
+            for t in assign.targets:
+                mapping = {}
+                for name in assigned_names(t.target):
+                    if name in defined:
+                        mapping[name] = self.fresh(name)
+                    defined.add(name)
+                    env[name] = mapping.get(name, name)
+                targets.append(t.with_changes(target=rename(t.target, mapping)))
+            new = stmt.with_changes(body=[assign.with_changes(targets=targets, value=value)])
+        else:
+            new = rename(stmt, env)  # type: ignore[assignment]
+        self.origin[new] = stmt
+        return [new]
+
+    def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.If]:
+        test = rename(stmt.test, env)
+        envs, bodies, defs = [], [], []
+        blocks = [stmt.body.body]
+        orelse = stmt.orelse
+        if orelse is not None:
+            blocks.append(orelse.body.body if isinstance(orelse, cst.Else) else [orelse])
+        else:
+            blocks.append([])
+        for block in blocks:
+            e, d = dict(env), set(defined)
+            bodies.append(self.body(block, e, d))
+            envs.append(e)
+            defs.append(d)
+        for name in sorted(set(envs[0]) | set(envs[1])):
+            versions = [e.get(name) for e in envs]
+            if versions[0] == versions[1] or None in versions:
+                env[name] = next(v for v in versions if v is not None)
+                defined.add(name)
+                continue
+            joined = self.fresh(name)
+            for body, version in zip(bodies, versions):
+                body.append(cst.parse_statement(f"{joined} = {version}"))
+            env[name] = joined
+            defined.add(name)
+        new_body = stmt.body.with_changes(body=bodies[0] or [cst.parse_statement("pass")])
+        new_else = cst.Else(body=cst.IndentedBlock(body=bodies[1])) if bodies[1] else None
+        new = stmt.with_changes(test=test, body=new_body, orelse=new_else)
+        self.origin[new] = stmt
+        return [new]

@@ -1,0 +1,328 @@
+"""Reverse-mode AD as a source transform: ANF code in, forward + backward Python out.
+
+The generated function runs the user's statements (SSA-renamed) and then, in reverse
+order, the adjoint of every *active* statement -- one that depends on a differentiated
+input. Adjoints come from the primitives' VJP templates, from structural rules (copies,
+tuples, indexing), or, for calls of other Python functions (``transpiler.numpy``
+composites and the user's helpers), from a call to that function's own generated VJP.
+
+Every generated function has the signature of the original plus a keyword-only
+``_out_bar`` (the output cotangent; ``None`` asks for ``grad``'s seed, which checks that
+the output is a real scalar) and returns ``(out, bars)``: the output, and one cotangent per
+positional parameter (``None`` where nothing flows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import libcst as cst
+from libcst.helpers import parse_template_expression, parse_template_statement
+
+from transpiler.errors import TranspileError
+from transpiler.transforms import classify as cl
+from transpiler.transforms.rename import SSA, assigned_names, loop_assigned
+
+
+@dataclass
+class Generated:
+    """A generated function before codegen: its CST, extra names it needs, its source map."""
+
+    func: cst.FunctionDef
+    namespace: dict[str, Any]
+    origin: dict[cst.CSTNode, Any] = field(default_factory=dict)  # stmt -> SourceLocation
+
+
+class ReverseAD:
+    """Builds ``vjp_<name>`` for one function and one set of active parameters."""
+
+    def __init__(self, parsed: Any, active_params: frozenset[str], has_aux: bool,
+                 vjp_of: Callable[[Any, frozenset[str]], tuple[str, Any]]) -> None:
+        self.parsed = parsed
+        self.func: cst.FunctionDef = parsed.func
+        self.namespace: dict[str, Any] = {**parsed.namespace, **_local_imports(parsed.func)}
+        self.has_aux = has_aux
+        self.vjp_of = vjp_of  # (callee, active param names) -> (name, generated function)
+        self.params = _param_names(self.func)
+        self.active_params = active_params
+        self.extra: dict[str, Any] = {}
+        self.counter = 0
+        self.local_names = set(self.params) | _all_assigned(self.func.body.body)
+        self.origin: dict[cst.CSTNode, Any] = {}
+        self.last_comment: Optional[str] = None
+
+    # --- helpers -------------------------------------------------------------------------
+    def tmp(self, stem: str = "g") -> str:
+        self.counter += 1
+        name = f"_{stem}{self.counter}"
+        self.local_names.add(name)
+        return name
+
+    def error(self, stmt: cst.CSTNode, message: str, hint: str = "") -> TranspileError:
+        return TranspileError(message, self.location(stmt), hint)
+
+    def location(self, stmt: cst.CSTNode) -> Any:
+        original = self.ssa.origin.get(stmt, stmt)
+        return self.parsed.locations.get(original)
+
+    # --- the pipeline ------------------------------------------------------------------
+    def run(self) -> Generated:
+        body = list(self.func.body.body)
+        ret = body[-1]
+        if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
+            raise self.error(ret, "internal: ANF function does not end with a return")
+        self.ssa = SSA(self.local_names)
+        env = {p: p for p in self.params}
+        forward = self.ssa.body(body[:-1], env, set(self.params))
+        self.local_names |= self.ssa.taken
+        out_expr = ret.body[0].value
+        out_name = env.get(out_expr.value, out_expr.value) if isinstance(out_expr, cst.Name) \
+            else None
+        self.active: set[str] = set(self.active_params)
+        self.active_statements: set[cst.Assign] = set()
+        self.definitions: dict[str, cst.Assign] = {}
+        self.analyze(forward)
+        self._reject_active_loops(forward)
+        backward: list[cst.BaseStatement] = []
+        self.has_bar: set[str] = set()
+        if out_name is not None and out_name in self.active:
+            seed = "ad.seed(_out_bar, {out}, has_aux={aux})"
+            backward.append(parse_template_statement(
+                "{bar} = " + seed, bar=_bar(out_name), out=cst.Name(out_name),
+                aux=cst.Name(str(self.has_aux))))
+            self.has_bar.add(out_name)
+            nothing = self.return_statement(out_name, out_expr, empty=True)
+            backward.append(cst.If(  # no cotangent reached the output: nothing flows back
+                test=parse_template_expression("{bar} is None", bar=_bar(out_name)),
+                body=cst.IndentedBlock(body=[nothing])))
+            backward.extend(self.backward(forward))
+        result = self.return_statement(out_name, out_expr)
+        func = self.func.with_changes(
+            name=cst.Name(f"vjp_{self.func.name.value}"),
+            params=_with_out_bar(self.func.params),
+            body=self.func.body.with_changes(body=[*forward, *backward, result]),
+            decorators=[])
+        origin = {new: self.location(new) for new in self.ssa.origin}
+        return Generated(func, self.extra, origin)
+
+    def bar_text(self, name: str) -> str:
+        return f"{name}_bar" if name in self.has_bar and name in self.active else "None"
+
+    def return_statement(self, out_name: Optional[str], out_expr: cst.BaseExpression,
+                         empty: bool = False) -> cst.BaseStatement:
+        """``return out, (p0_bar, p1_bar, *spread(args_bar))`` over the positional params
+        (all None when `empty`: no cotangent reached the output)."""
+        bars = ["None" if empty else self.bar_text(p) for p in positional_params(self.func)]
+        star = self.func.params.star_arg
+        if isinstance(star, cst.Param):
+            name = star.name.value
+            bars.append(f"*ad.spread({'None' if empty else self.bar_text(name)}, {name})")
+        out_text = out_name if out_name is not None else cst.Module([]).code_for_node(out_expr)
+        trailing = "," if len(bars) == 1 else ""
+        return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing})")
+
+    def _reject_active_loops(self, stmts: list[cst.BaseStatement]) -> None:
+        """Loops that only compute static values (shapes, axes) stay as they are; loops
+        over differentiated values need tapes, which are not built yet."""
+        for stmt in stmts:
+            if isinstance(stmt, (cst.For, cst.While)):
+                if loop_assigned(stmt) & self.active:
+                    raise self.error(stmt, "loops that compute differentiated values are not "
+                                     "supported yet", "unroll the loop by hand, or use "
+                                     "jnp operations over a whole axis")
+            elif isinstance(stmt, cst.If):
+                self._reject_active_loops(list(stmt.body.body))
+                if isinstance(stmt.orelse, cst.Else):
+                    self._reject_active_loops(list(stmt.orelse.body.body))
+
+    # --- activity analysis -------------------------------------------------------------
+    def analyze(self, stmts: list[cst.BaseStatement]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, (cst.For, cst.While)):
+                for _ in range(2):  # values carried around the loop: reach a fixpoint
+                    self.analyze(list(stmt.body.body))
+                continue
+            if isinstance(stmt, cst.If):
+                self.analyze(list(stmt.body.body))
+                if isinstance(stmt.orelse, cst.Else):
+                    self.analyze(list(stmt.orelse.body.body))
+                continue
+            assign = _assign(stmt)
+            if assign is None:
+                continue
+            for t in assign.targets:
+                if isinstance(t.target, cst.Name):
+                    self.definitions[t.target.value] = assign
+            op = self.op_of(assign)
+            if any(n in self.active for n in op.operands) and self.propagates(op):
+                self.active_statements.add(assign)
+                for t in assign.targets:
+                    self.active.update(assigned_names(t.target))
+
+    def op_of(self, assign: cst.Assign) -> cl.Op:
+        return cl.classify(assign.value, self.namespace, self.local_names)
+
+    def propagates(self, op: cl.Op) -> bool:
+        if op.kind in ("const", "compare"):
+            return False
+        if op.kind == "attribute":
+            return op.attr not in cl.STATIC_ATTRIBUTES
+        if op.kind == "call":
+            return cl.callee_kind(op.callee) != "static"
+        if op.kind in ("binop", "unary"):
+            return op.callee is not None
+        return True
+
+    # --- the backward pass -------------------------------------------------------------
+    def backward(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        from transpiler.transforms.adjoints import adjoint_of
+        out: list[cst.BaseStatement] = []
+        for stmt in reversed(stmts):
+            if isinstance(stmt, cst.If):
+                out.extend(self.backward_if(stmt))
+                continue
+            assign = _assign(stmt)
+            if assign is None:
+                continue
+            targets = [n for t in assign.targets for n in assigned_names(t.target)]
+            if assign not in self.active_statements or not any(
+                    t in self.active and t in self.has_bar for t in targets):
+                continue
+            try:
+                lines = adjoint_of(self, stmt, assign)
+            except TranspileError as err:  # raised if (and only if) this path runs
+                lines = [_deferred_error(err)]
+            if lines:
+                loc = self.location(stmt)
+                comment = f"# grad of: {_source_line(loc)}" if loc is not None else None
+                if comment and comment != self.last_comment:
+                    self.last_comment = comment
+                    lines[0] = lines[0].with_changes(leading_lines=[cst.EmptyLine(
+                        comment=cst.Comment(comment))])
+                out.extend(lines)
+        return out
+
+    def backward_if(self, stmt: cst.If) -> list[cst.BaseStatement]:
+        """Both branches' adjoints under the same test; bars they touch start as None."""
+        before = set(self.has_bar)
+        branches = [list(stmt.body.body)]
+        branches.append(list(stmt.orelse.body.body) if isinstance(stmt.orelse, cst.Else) else [])
+        touched: set[str] = set()
+        results = []
+        for branch in branches:
+            self.has_bar = set(before)
+            results.append(self.backward(branch))
+            touched |= self.has_bar - before
+        # Names defined before the if that received contributions inside it.
+        pre = sorted(n for n in touched if n not in _all_assigned(branches[0] + branches[1]))
+        init = [parse_template_statement("{b} = None", b=_bar(n)) for n in pre]
+        self.has_bar = before | touched
+        body = stmt.body.with_changes(body=results[0] or [cst.parse_statement("pass")])
+        orelse = cst.Else(body=cst.IndentedBlock(body=results[1])) if results[1] else None
+        return [*init, stmt.with_changes(body=body, orelse=orelse)]
+
+    def accumulate(self, name: str, value: cst.BaseExpression) -> list[cst.BaseStatement]:
+        """``name_bar += value``, where a first contribution is a plain assignment."""
+        if name not in self.active:
+            return []
+        if name not in self.has_bar:
+            self.has_bar.add(name)
+            return [parse_template_statement("{b} = {v}", b=_bar(name), v=value)]
+        return [parse_template_statement("{b} = ad.add({b}, {v})", b=_bar(name), v=value)]
+
+
+def _bar(name: str) -> cst.Name:
+    return cst.Name(f"{name}_bar")
+
+
+def _assign(stmt: cst.BaseStatement) -> Optional[cst.Assign]:
+    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+        return stmt.body[0]
+    return None
+
+
+def _all_assigned(stmts: Any) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        if isinstance(stmt, cst.If):
+            names |= _all_assigned(stmt.body.body)
+            if isinstance(stmt.orelse, cst.Else):
+                names |= _all_assigned(stmt.orelse.body.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            names |= _all_assigned(stmt.body.body)
+            if isinstance(stmt, cst.For):
+                names |= set(assigned_names(stmt.target))
+        else:
+            assign = _assign(stmt)
+            if assign is not None:
+                for t in assign.targets:
+                    names |= set(assigned_names(t.target))
+    return names
+
+
+def _param_names(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    names = [x.name.value for x in [*p.posonly_params, *p.params]]
+    if isinstance(p.star_arg, cst.Param):
+        names.append(p.star_arg.name.value)
+    names += [x.name.value for x in p.kwonly_params]
+    return names
+
+
+def positional_params(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    return [x.name.value for x in [*p.posonly_params, *p.params]]
+
+
+def _with_out_bar(params: cst.Parameters) -> cst.Parameters:
+    from transpiler.transforms.adjoints import TIGHT_EQUAL
+    extra = cst.Param(name=cst.Name("_out_bar"), default=cst.Name("None"), equal=TIGHT_EQUAL)
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else cst.ParamStar()
+    return params.with_changes(kwonly_params=[*params.kwonly_params, extra], star_arg=star)
+
+
+def _source_line(loc: Any) -> str:
+    import linecache
+    import os
+    text = linecache.getline(loc.file, loc.line).strip()
+    return f"{os.path.basename(loc.file)}:{loc.line}  {text}"
+
+
+__all__ = ["ReverseAD", "Generated", "positional_params", "parse_template_expression"]
+
+
+def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
+    """Names bound by ``import`` statements inside the function (lazy imports in library
+    code), resolved now so that calls through them can be differentiated."""
+    import importlib
+    found: dict[str, Any] = {}
+    code = cst.Module([]).code_for_node
+
+    class Imports(cst.CSTVisitor):
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return
+            module = importlib.import_module(code(node.module))
+            for alias in node.names:
+                name = code(alias.name)
+                bound = alias.asname.name.value if alias.asname else name  # type: ignore
+                found[bound] = getattr(module, name)
+
+        def visit_Import(self, node: cst.Import) -> None:
+            for alias in node.names:
+                if alias.asname is not None:
+                    found[alias.asname.name.value] = importlib.import_module(  # type: ignore
+                        code(alias.name))
+
+    func.visit(Imports())
+    return found
+
+
+def _deferred_error(err: TranspileError) -> cst.BaseStatement:
+    """A statement that raises `err` when the backward pass reaches it. Library composites
+    have branches that never run for arrays (list inputs, say); only a path that runs may
+    fail."""
+    loc = err.loc
+    where = f"{loc.file!r}, {loc.line}, {loc.col}" if loc is not None else "None, 0, 0"
+    return cst.parse_statement(f"ad.fail({err.message!r}, {err.hint!r}, {where})")

@@ -1,0 +1,145 @@
+"""Run-time helpers that generated derivative code calls (the ``ad.`` namespace).
+
+Cotangents are arrays, containers of cotangents (tuple, list, dict), or ``None`` for
+"zero, nothing flowed here", which keeps generated code free of zero arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transpiler.errors import TranspileError, user_location
+
+
+def add(a: Any, b: Any) -> Any:
+    """Sum of two cotangents; None is zero; containers add element by element."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        keys = list(a) + [k for k in b if k not in a]
+        return {k: add(a.get(k), b.get(k)) for k in keys}
+    if isinstance(a, (tuple, list)):
+        return type(a)(add(x, y) for x, y in zip(a, b))
+    from transpiler import numpy as jnp
+    return jnp.add(a, b)
+
+
+def item(g: Any, key: Any) -> Any:
+    """``g[key]`` of a container cotangent, None when nothing flowed."""
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return g.get(key)
+    return g[key]
+
+
+def spread(bar: Any, args: tuple) -> tuple:
+    """The cotangents of ``*args`` as a tuple of one entry per argument."""
+    return tuple(bar) if bar is not None else (None,) * len(args)
+
+
+def index_bar(container: Any, index: Any, g: Any) -> Any:
+    """The cotangent of ``container`` from ``y = container[index]`` with ``y_bar = g``."""
+    if g is None:
+        return None
+    if isinstance(container, dict):
+        return {k: (g if k == index else None) for k in container}
+    if isinstance(container, (tuple, list)):
+        bars: list[Any] = [None] * len(container)
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(container))), g):
+                bars[i] = gi
+        else:
+            bars[index] = g
+        return type(container)(bars) if isinstance(container, list) else tuple(bars)
+    from transpiler import numpy as jnp
+    return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
+
+
+class _Seed:
+    """``_out_bar=ad.SEED`` asks for grad's seed; ``None`` means no cotangent (zero)."""
+
+    def __repr__(self) -> str:
+        return "ad.SEED"
+
+
+SEED = _Seed()
+
+
+def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
+    """The output cotangent: the caller's (vjp), or ``grad``'s 1.0 for a real scalar."""
+    if out_bar is not SEED:
+        return (out_bar, None) if has_aux and out_bar is not None else out_bar
+    value = out[0] if has_aux else out
+    from transpiler import dtypes
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    try:
+        aval = abstractify(value)
+    except TypeError:
+        raise TranspileError(f"grad requires the function to return a scalar array, got "
+                             f"{type(value).__name__}", user_location(),
+                             "with has_aux=True return (loss, aux)") from None
+    if aval.shape != () or not dtypes.is_float(aval.dtype):
+        raise TranspileError(
+            f"grad requires a real scalar output, got {aval}", user_location(),
+            "reduce the output (e.g. jnp.sum or jnp.mean), or use vjp/jacrev for "
+            "non-scalar outputs")
+    one = jnp.ones_like(value)
+    return (one, None) if has_aux else one
+
+
+def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
+    from transpiler.primitives.core import Primitive
+    if g is None:
+        return (None,) * len(args)
+    if isinstance(fn, Primitive):
+        if fn.vjp is None:
+            raise TranspileError(f"the primitive `{fn.name}` has no VJP rule", user_location())
+        out = fn(*args, **kwargs)
+        return tuple(fn.vjp.evaluate(list(args), kwargs, out, g))
+    from transpiler.transforms.api import vjp_function
+    import inspect
+    names = list(inspect.signature(fn).parameters)[:len(args)]
+    active = frozenset(n for n, a in zip(names, args) if _differentiable(a))
+    if not active:
+        return (None,) * len(args)
+    _, generated = vjp_function(fn, active, False)
+    return generated(*args, **kwargs, _out_bar=g)[1][:len(args)]
+
+
+def _differentiable(value: Any) -> bool:
+    """Whether a run-time argument can carry a cotangent (floating arrays and containers)."""
+    if isinstance(value, (tuple, list, dict)):
+        return True
+    if isinstance(value, float):
+        return True
+    from transpiler import dtypes
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dtypes.is_float(dtypes.canonicalize(dtype))
+
+
+ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's args
+
+
+def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = None) -> Any:
+    """Cotangent of ``xs`` from ``ys = [fn(..., x, ...) for x in xs]`` with ``ys_bar = g``;
+    `args` gives the call's positional arguments with ``ELEMENT`` where ``x`` goes."""
+    if g is None:
+        return None
+    slot = args.index(ELEMENT)
+    bars = []
+    for x, gi in zip(xs, g):
+        call_args = tuple(x if a is ELEMENT else a for a in args)
+        bars.append(vjp_call(fn, call_args, kwargs or {}, gi)[slot])
+    return tuple(bars) if isinstance(xs, tuple) else bars
+
+
+def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
+    """Raise the TranspileError the transform found for a statement, when it is reached."""
+    from transpiler.errors import SourceLocation
+    loc = SourceLocation(file, line, col) if file is not None else None
+    raise TranspileError(message, loc, hint)
