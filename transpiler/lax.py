@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from transpiler import dtypes
+from transpiler import dtypes, tree_util
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import dot as dot_p
 from transpiler.primitives import indexing as idx_p
@@ -19,6 +19,17 @@ max, min = ew.maximum, ew.minimum  # noqa: A001
 exp, log, sin, cos, tanh, sqrt, rsqrt = ew.exp, ew.log, ew.sin, ew.cos, ew.tanh, ew.sqrt, ew.rsqrt
 logistic, integer_pow_p = ew.logistic, conv.integer_pow
 shift_left, shift_right_logical = ew.left_shift, ew.right_shift
+
+
+def stop_gradient(x: Any) -> Any:
+    """``lax.stop_gradient``: `x` unchanged, but a constant to differentiation (grad and vjp
+    see no dependence on the inputs through it). Maps over the leaves of a pytree; only
+    floating leaves go through the primitive, others are returned as they are (as in JAX)."""
+    def stop(leaf: Any) -> Any:
+        dtype = abstractify(leaf, 0, "stop_gradient").dtype
+        inexact = dtypes.is_float(dtype) or dtype.kind == "c"
+        return conv.stop_gradient(leaf) if inexact else leaf
+    return tree_util.tree_map(stop, x)
 
 
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:

@@ -174,6 +174,8 @@ def main() -> None:
     xb = rng.standard_normal((128, 784)).astype(np.float32)
     bench("MLP forward 784-512-256-10, b=128", mlp(np), (*params, xb), mlp(tnp),
           mlp(jjnp) if jax else None)
+    import ad  # tests/bench/ad.py: reverse-mode AD (transform time, jit(value_and_grad) step)
+    ad.main()
 
 
 if __name__ == "__main__":

@@ -184,6 +184,39 @@ def list_params(params, x):
     return jnp.sum((h @ w2 + b2) ** 2)
 
 
+def rnn(w, x):
+    h = x
+    for _ in range(4):
+        h = jnp.tanh(h @ w) + 0.1 * h
+    return jnp.sum(h)
+
+
+def loop_over_rows(x):
+    total = 0.0
+    for row in x:
+        total = total + jnp.sum(jnp.sin(row) * row)
+    return total
+
+
+def newton_sqrt(a):
+    x = a
+    steps = 0
+    while steps < 5:
+        x = 0.5 * (x + a / x)
+        steps = steps + 1
+    return jnp.sum(x)
+
+
+def nested_loops(w, x):
+    out = 0.0
+    for i in range(2):
+        h = x * (i + 1)
+        for j in range(2):
+            h = jnp.tanh(h * w)
+        out = out + jnp.sum(h)
+    return out
+
+
 def early_return(x, flag):
     if flag:
         return jnp.sum(x * 2.0)
@@ -204,8 +237,7 @@ PROGRAMS = [
     Program("gather", gather, (normal(4, 3),)),
     Program("at_update", at_update, (normal(5),)),
     Program("normalize_rows", normalize_rows, (np.abs(normal(3, 4)) + 1.0,)),
-    Program("einsum_pair", einsum_pair, (normal(3, 4), normal(4, 2)), (0, 1),
-            pending="loops that compute differentiated values"),
+    Program("einsum_pair", einsum_pair, (normal(3, 4), normal(4, 2)), (0, 1)),
     Program("variance", variance, (normal(7),)),
     Program("maximum_value", maximum_value, (normal(4, 3),)),
     Program("log_sum_exp", log_sum_exp, (normal(3, 5),)),
@@ -227,4 +259,8 @@ PROGRAMS = [
     Program("list_params", list_params,
             ([(normal(3, 4), normal(4)), (normal(4, 2), normal(2))], normal(5, 3))),
     Program("early_return", early_return, (normal(4), True)),
+    Program("rnn", rnn, (normal(3, 3) * 0.5, normal(3))),
+    Program("loop_over_rows", loop_over_rows, (normal(3, 4),)),
+    Program("newton_sqrt", newton_sqrt, (np.abs(normal(4)) + 0.5,)),
+    Program("nested_loops", nested_loops, (normal(3), normal(3)), (0, 1)),
 ]

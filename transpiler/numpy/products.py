@@ -250,6 +250,10 @@ def _take_diagonals(x: Any, labels: str) -> tuple[Any, str]:
         labels = labels[:q] + labels[q + 1:]
 
 
+def _cast_to(x: Any, dtype: np.dtype) -> Any:
+    return astype(x, dtype) if abstractify(x).dtype != dtype else x
+
+
 def _unify_sizes(operands: list[Any], labels: list[str]) -> list[Any]:
     """Broadcast size-1 dimensions: a label of size 1 where another operand has size n is
     dropped from that operand (its values are constant along the label)."""
@@ -278,7 +282,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = "optimal", precision
     avals = [abstractify(x, i, "einsum") for i, x in enumerate(operands)]
     labels, out = _parse_einsum(subscripts, avals)
     dtype = promote_avals(*avals)[0] if avals else dtypes.default_float()
-    ops = [astype(x, dtype) if av.dtype != dtype else x for x, av in zip(operands, avals)]
+    ops = [_cast_to(x, dtype) for x in operands]
     for i in range(len(ops)):
         ops[i], labels[i] = _take_diagonals(ops[i], labels[i])
     ops = _unify_sizes(ops, labels)

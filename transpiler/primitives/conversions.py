@@ -134,3 +134,10 @@ def ir_i64(value: int) -> Any:
 iota = define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_lower,
               differentiable=False)
 
+
+
+# stop_gradient(x): the identity, whose output the transforms treat as a constant (it is
+# not differentiable, so no cotangent flows back through it; ``lax.stop_gradient``).
+stop_gradient = define("stop_gradient", impl=lambda x: x, abstract_eval=lambda x: x,
+                       lower=lambda ctx, x: x, differentiable=False,
+                       doc="The identity; reverse mode treats its output as a constant.")

@@ -406,5 +406,5 @@ def _scatter_mul_others(operand: Any, indices: Any, updates: Any) -> Any:
 
 # Helpers the reverse-mode transform emits around the templates (None-aware accumulation,
 # grad's seed, container cotangents, run-time dispatch).
-from transpiler.transforms.runtime_helpers import (ELEMENT, SEED, add, fail, index_bar, item, seed,  # noqa: E402,F401
-                                                   map_bar, spread, vjp_call)
+from transpiler.transforms.runtime_helpers import (ELEMENT, SEED, add, defined, fail, index_bar, item, seed,  # noqa: E402,F401
+                                                   map_bar, spread, vjp_call, custom_vjp_bwd)

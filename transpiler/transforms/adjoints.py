@@ -87,6 +87,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
         return runtime_rule(gen, stmt, call, args, t)
+    if kind == "custom":
+        return custom_rule(gen, stmt, op.callee, call, args, t)
     if kind in ("primitive", "function"):
         return call_rule(gen, stmt, op.callee, args, t)
     what = cst.Module([]).code_for_node(call.func)
@@ -213,22 +215,55 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
     return out
 
 
-def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list,
-                 t: str) -> list[cst.BaseStatement]:
-    """A callee only known at run time (a function passed as an argument)."""
+def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, t: str,
+                 helper: str = "vjp_call", slots: Any = None) -> list[cst.BaseStatement]:
+    """A callee only known at run time (a function passed as an argument): the cotangents
+    come from ``ad.<helper>(f, args, kwargs, t_bar)``, one per positional argument; `slots`
+    ((variable, index) pairs) says which to accumulate (default: the active positional)."""
     positional = [a for a in args if a.keyword is None]
     pos = cst.Tuple([cst.Element(a.value) for a in positional]) if positional else \
         cst.parse_expression("()")
     kw = cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
                    for a in args if a.keyword is not None])
     temp = gen.tmp()
-    out = [parse_template_statement("{g} = ad.vjp_call({f}, {p}, {k}, {b})", g=cst.Name(temp),
-                                    f=call.func, p=pos, k=kw, b=cst.Name(f"{t}_bar"))]
-    for i, a in enumerate(positional):
-        name = _active_name(gen, a.value)
+    out = [parse_template_statement(f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
+                                    g=cst.Name(temp), f=call.func, p=pos, k=kw,
+                                    b=cst.Name(f"{t}_bar"))]
+    if slots is None:
+        slots = [(_active_name(gen, a.value), i) for i, a in enumerate(positional)]
+    for name, index in slots:
         if name:
-            out += gen.accumulate(name, parse_template_expression(f"{temp}[{i}]"))
+            out += gen.accumulate(name, parse_template_expression(f"{temp}[{index}]"))
     return out
+
+
+def custom_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, call: cst.Call, args: list,
+                t: str) -> list[cst.BaseStatement]:
+    """``t = f(...)`` for a `custom_vjp` function: its own fwd/bwd rules, run by
+    ``ad.custom_vjp_bwd``, give one cotangent per positional parameter."""
+    if any(a.star for a in args):
+        raise gen.error(stmt, "star-arguments in a call of a custom_vjp function are not "
+                        "supported yet", "pass the arguments one by one")
+    params = [n for n, p in inspect.signature(fn.fun).parameters.items()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    slots: list[tuple[str, int]] = []  # (active variable, index of its cotangent)
+    for i, a in enumerate(args):
+        name = _active_name(gen, a.value)
+        if name is None:
+            continue
+        index = i if a.keyword is None else (
+            params.index(a.keyword.value) if a.keyword.value in params else -1)
+        if index < 0:
+            raise gen.error(stmt, f"a differentiated value passed as keyword-only argument "
+                            f"`{a.keyword.value}` of a custom_vjp function is not supported")
+        if index in fn.nondiff_argnums:
+            raise gen.error(stmt, f"argument {index} of the custom_vjp function "
+                            f"{fn.__name__} is in nondiff_argnums, but it depends on a "
+                            "differentiated value",
+                            "nondiff_argnums is for static arguments; remove it from "
+                            "nondiff_argnums, or wrap the value in lax.stop_gradient")
+        slots.append((name, index))
+    return runtime_rule(gen, stmt, call, args, t, "custom_vjp_bwd", slots)
 
 
 def _jnp(name: str) -> Any:

@@ -24,6 +24,9 @@ def _target(fn: Any) -> Any:
 def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tuple[str, Callable]:
     """The generated ``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of `fn` (cached)."""
     fn = _target(fn)
+    from transpiler.transforms.custom import CustomVJP, vjp_of_custom
+    if isinstance(fn, CustomVJP):  # its own rule, not its source (not cached: defvjp may follow)
+        return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom(fn, has_aux)
     key = (fn, active, has_aux)
     hit = _GENERATED.get(key)
     if hit is not None:

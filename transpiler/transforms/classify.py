@@ -16,6 +16,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from transpiler.primitives.core import Primitive
+from transpiler.transforms.custom import CustomVJP
 
 # Binary and unary operators, as the `transpiler.numpy` functions they stand for.
 BINOP_TO_FUNCTION = {
@@ -49,9 +50,11 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 
 
 def _static_functions() -> frozenset:
+    from transpiler import lax
     from transpiler import numpy as jnp
     from transpiler.primitives import core
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
+                      lax.stop_gradient,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
 
@@ -153,12 +156,15 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
 
 
 def callee_kind(callee: Any) -> str:
-    """primitive | static | pass | function | jitted | unknown (see the module docstring)."""
+    """primitive | static | pass | function | jitted | custom | unknown (see the module
+    docstring); "custom" is a `custom_vjp` function, differentiated by its own rule."""
     global STATIC_FUNCTIONS
     if not STATIC_FUNCTIONS:
         STATIC_FUNCTIONS = _static_functions()
     if isinstance(callee, Primitive):
         return "primitive" if callee.differentiable else "static"
+    if isinstance(callee, CustomVJP):
+        return "custom"
     if callee is _MISSING:
         return "unknown"
     if isinstance(callee, tuple):

@@ -48,6 +48,14 @@ def assigned_names(target: cst.BaseAssignTargetExpression) -> list[str]:
     return []
 
 
+def _binds_names_only(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Name):
+        return True
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return all(_binds_names_only(e.value) for e in target.elements)
+    return False
+
+
 def loop_assigned(stmt: cst.CSTNode) -> set[str]:
     """Every name a statement (a loop, say) assigns anywhere inside it."""
     names: set[str] = set()
@@ -70,6 +78,8 @@ class SSA:
         self.taken = set(taken)
         self.counters: dict[str, int] = {}
         self.origin: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.copybacks: list[list[cst.BaseStatement]] = []  # per loop: the body's last lines
+        self.loop_carried: dict[cst.CSTNode, dict[str, str]] = {}
 
     def fresh(self, name: str) -> str:
         base = name
@@ -95,19 +105,15 @@ class SSA:
         if isinstance(stmt, cst.If):
             return self.branch(stmt, env, defined)
         if isinstance(stmt, (cst.For, cst.While)):
-            # A loop keeps its names (values carried across iterations); loops that compute
-            # differentiated values are the transform's business, not renaming's.
-            for name in loop_assigned(stmt):
-                env.setdefault(name, name)
-                defined.add(name)
-            new_loop = rename(stmt, env)
-            self.origin[new_loop] = stmt
-            return [new_loop]  # type: ignore[list-item]
+            return self.loop(stmt, env, defined)
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
             assign = stmt.body[0]
             value = rename(assign.value, env)
             targets = []
             for t in assign.targets:
+                if not _binds_names_only(t.target):  # x[i] = v (library code): reads names
+                    targets.append(t.with_changes(target=rename(t.target, env)))
+                    continue
                 mapping = {}
                 for name in assigned_names(t.target):
                     if name in defined:
@@ -120,6 +126,54 @@ class SSA:
             new = rename(stmt, env)  # type: ignore[assignment]
         self.origin[new] = stmt
         return [new]
+
+    def loop(self, stmt: cst.For | cst.While, env: dict[str, str],
+             defined: set[str]) -> list[cst.BaseStatement]:
+        """A loop: each name the body assigns is one *carried* variable across iterations.
+
+        Inside the body every assignment gets a fresh version (so one iteration's values are
+        all distinct and can be saved on a tape); the body ends with copy-backs
+        ``carried = version``. A name already defined before the loop is carried in a fresh
+        name, initialized by a copy before the loop, so earlier values stay intact."""
+        before: list[cst.BaseStatement] = []
+        carried: dict[str, str] = {}
+        target = stmt.target.value if isinstance(stmt, cst.For) and \
+            isinstance(stmt.target, cst.Name) else None
+        for name in sorted(loop_assigned(stmt)):
+            if name == target:
+                carried[name] = self.fresh(name) if name in defined else name
+            elif name in defined:
+                carried[name] = self.fresh(name)
+                before.append(cst.parse_statement(f"{carried[name]} = {env[name]}"))
+            else:
+                carried[name] = name
+        self.taken.update(carried.values())
+        head = {k: v for k, v in env.items()}
+        head.update(carried)
+        body_env = dict(head)
+        # Names first defined inside the loop keep their names (nothing reads them before
+        # they are assigned in an iteration); the others are carried.
+        body_defined = set(defined) | {carried[n] for n in carried if n in defined}
+        body = self.body(list(stmt.body.body), body_env, body_defined)
+        copies = []
+        for name, name_c in carried.items():
+            if name != target and body_env.get(name, name_c) != name_c:
+                copies.append(cst.parse_statement(f"{name_c} = {body_env[name]}"))
+        self.copybacks.append(copies)
+        body += copies
+        if isinstance(stmt, cst.For):
+            new = stmt.with_changes(
+                target=cst.Name(carried[target]) if target else stmt.target,
+                iter=rename(stmt.iter, env), body=stmt.body.with_changes(body=body))
+        else:
+            new = stmt.with_changes(test=rename(stmt.test, head),
+                                    body=stmt.body.with_changes(body=body))
+        for name, name_c in carried.items():
+            env[name] = name_c
+            defined.add(name)
+        self.origin[new] = stmt
+        self.loop_carried[new] = carried
+        return [*before, new]
 
     def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.If]:
         test = rename(stmt.test, env)
@@ -139,7 +193,8 @@ class SSA:
             versions = [e.get(name) for e in envs]
             if versions[0] == versions[1] or None in versions:
                 env[name] = next(v for v in versions if v is not None)
-                defined.add(name)
+                if name in defs[0] or name in defs[1]:
+                    defined.add(name)
                 continue
             joined = self.fresh(name)
             for body, version in zip(bodies, versions):

@@ -83,9 +83,11 @@ class ReverseAD:
         self.active_statements: set[cst.Assign] = set()
         self.definitions: dict[str, cst.Assign] = {}
         self.analyze(forward)
-        self._reject_active_loops(forward)
+        self.tapes: dict[cst.CSTNode, tuple[str, list[str], list[tuple[str, str]]]] = {}
+        forward = self.add_tapes(forward)
         backward: list[cst.BaseStatement] = []
         self.has_bar: set[str] = set()
+        self.maybe_none: set[str] = set()  # bars that may hold None (zero) at run time
         if out_name is not None and out_name in self.active:
             seed = "ad.seed(_out_bar, {out}, has_aux={aux})"
             backward.append(parse_template_statement(
@@ -122,19 +124,48 @@ class ReverseAD:
         trailing = "," if len(bars) == 1 else ""
         return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing})")
 
-    def _reject_active_loops(self, stmts: list[cst.BaseStatement]) -> None:
-        """Loops that only compute static values (shapes, axes) stay as they are; loops
-        over differentiated values need tapes, which are not built yet."""
+    def add_tapes(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """Loops that compute differentiated values record each iteration's values on a
+        tape (a Python list: under jit, Python loops unroll and the list holds tracers)."""
+        out: list[cst.BaseStatement] = []
         for stmt in stmts:
-            if isinstance(stmt, (cst.For, cst.While)):
-                if loop_assigned(stmt) & self.active:
-                    raise self.error(stmt, "loops that compute differentiated values are not "
-                                     "supported yet", "unroll the loop by hand, or use "
-                                     "jnp operations over a whole axis")
-            elif isinstance(stmt, cst.If):
-                self._reject_active_loops(list(stmt.body.body))
-                if isinstance(stmt.orelse, cst.Else):
-                    self._reject_active_loops(list(stmt.orelse.body.body))
+            if isinstance(stmt, cst.If):
+                body = stmt.body.with_changes(body=self.add_tapes(list(stmt.body.body)))
+                orelse = stmt.orelse
+                if isinstance(orelse, cst.Else):
+                    orelse = orelse.with_changes(body=orelse.body.with_changes(
+                        body=self.add_tapes(list(orelse.body.body))))
+                new_if = stmt.with_changes(body=body, orelse=orelse)
+                self.ssa.origin[new_if] = self.ssa.origin.get(stmt, stmt)
+                out.append(new_if)
+                continue
+            if not isinstance(stmt, (cst.For, cst.While)) or not (
+                    loop_assigned(stmt) & self.active):
+                out.append(stmt)
+                continue
+            carried = self.ssa.loop_carried.get(stmt, {})
+            body = self.add_tapes(list(stmt.body.body))
+            copies = [(c.body[0].targets[0].target.value, c.body[0].value.value)  # type: ignore
+                      for c in body if _is_copy(c, carried)]
+            core = body[:len(body) - len(copies)]
+            top = _top_assigned(core)
+            target = stmt.target.value if isinstance(stmt, cst.For) and \
+                isinstance(stmt.target, cst.Name) else None
+            always = {v for n, v in carried.items() if v != n or n == target}  # defined before
+            saved = sorted(always | top)
+            maybe = sorted(_all_assigned(core) - top - set(saved))
+            tape = self.tmp("tape")
+            items = ", ".join(saved)
+            if maybe:  # assigned only on some paths through the body: saved when they exist
+                items += f", ad.defined(locals(), {tuple(maybe)!r})"
+                saved = saved + [f"({', '.join(maybe)},)"]
+            push = cst.parse_statement(f"{tape}.append(({items},))")
+            new_loop = stmt.with_changes(body=stmt.body.with_changes(
+                body=[*core, push, *body[len(core):]]))
+            self.ssa.origin[new_loop] = self.ssa.origin.get(stmt, stmt)
+            self.tapes[new_loop] = (tape, saved, copies)
+            out += [cst.parse_statement(f"{tape} = []"), new_loop]
+        return out
 
     # --- activity analysis -------------------------------------------------------------
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
@@ -175,12 +206,18 @@ class ReverseAD:
         return True
 
     # --- the backward pass -------------------------------------------------------------
-    def backward(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    def backward(self, stmts: list[cst.BaseStatement],
+                 resets: frozenset[str] | set[str] = frozenset()) -> list[cst.BaseStatement]:
+        """Adjoints of `stmts` in reverse. Names in `resets` are assigned again in earlier
+        loop iterations: once their value's adjoint is done, their cotangent starts over."""
         from transpiler.transforms.adjoints import adjoint_of
         out: list[cst.BaseStatement] = []
         for stmt in reversed(stmts):
             if isinstance(stmt, cst.If):
                 out.extend(self.backward_if(stmt))
+                continue
+            if stmt in self.tapes:
+                out.extend(self.backward_loop(stmt))
                 continue
             assign = _assign(stmt)
             if assign is None:
@@ -189,10 +226,21 @@ class ReverseAD:
             if assign not in self.active_statements or not any(
                     t in self.active and t in self.has_bar for t in targets):
                 continue
+            guarded = [t for t in targets if t in self.maybe_none]
+            had = set(self.has_bar)
             try:
                 lines = adjoint_of(self, stmt, assign)
             except TranspileError as err:  # raised if (and only if) this path runs
                 lines = [_deferred_error(err)]
+            if guarded and lines:  # its cotangent may be None (zero): skip the adjoint then
+                fresh = sorted(self.has_bar - had)
+                self.maybe_none.update(fresh)
+                out.extend(parse_template_statement("{b} = None", b=_bar(n)) for n in fresh)
+                lines = [cst.If(test=parse_template_expression(
+                    "{b} is not None", b=_bar(guarded[0])), body=cst.IndentedBlock(body=lines))]
+            for name in targets:
+                if name in resets:
+                    lines.append(parse_template_statement("{b} = None", b=_bar(name)))
             if lines:
                 loc = self.location(stmt)
                 comment = f"# grad of: {_source_line(loc)}" if loc is not None else None
@@ -202,6 +250,33 @@ class ReverseAD:
                         comment=cst.Comment(comment))])
                 out.extend(lines)
         return out
+
+    def backward_loop(self, stmt: cst.CSTNode) -> list[cst.BaseStatement]:
+        """Replay the tape in reverse: each iteration's values, then its adjoint."""
+        tape, saved, copies = self.tapes[stmt]
+        body = list(stmt.body.body)  # type: ignore[attr-defined]
+        core = body[:len(body) - len(copies) - 1]
+        defined_inside = _all_assigned(core)
+        outer = sorted((_reads(core) - defined_inside) | {c for c, _ in copies})
+        init = []
+        for name in outer:
+            if name in self.active and name not in self.has_bar:
+                init.append(parse_template_statement("{b} = None", b=_bar(name)))
+                self.has_bar.add(name)
+                self.maybe_none.add(name)
+        before = set(self.has_bar)
+        lines: list[cst.BaseStatement] = []
+        for carried, version in reversed(copies):  # `carried = version`, then a fresh carry
+            if carried in self.active:
+                lines += self.accumulate(version, _bar(carried))
+                lines.append(parse_template_statement("{b} = None", b=_bar(carried)))
+                self.maybe_none |= {carried, version}
+        lines += self.backward(core, resets={c for c, _ in copies})
+        self.has_bar = before | (self.has_bar - defined_inside)
+        unpack = cst.parse_statement(f"for ({', '.join(saved)},) in reversed({tape}):\n    pass\n")
+        loop = unpack.with_changes(body=unpack.body.with_changes(
+            body=lines or [cst.parse_statement("pass")]))  # type: ignore[attr-defined]
+        return [*init, loop]
 
     def backward_if(self, stmt: cst.If) -> list[cst.BaseStatement]:
         """Both branches' adjoints under the same test; bars they touch start as None."""
@@ -217,6 +292,7 @@ class ReverseAD:
         # Names defined before the if that received contributions inside it.
         pre = sorted(n for n in touched if n not in _all_assigned(branches[0] + branches[1]))
         init = [parse_template_statement("{b} = None", b=_bar(n)) for n in pre]
+        self.maybe_none.update(pre)
         self.has_bar = before | touched
         body = stmt.body.with_changes(body=results[0] or [cst.parse_statement("pass")])
         orelse = cst.Else(body=cst.IndentedBlock(body=results[1])) if results[1] else None
@@ -230,6 +306,31 @@ class ReverseAD:
             self.has_bar.add(name)
             return [parse_template_statement("{b} = {v}", b=_bar(name), v=value)]
         return [parse_template_statement("{b} = ad.add({b}, {v})", b=_bar(name), v=value)]
+
+
+def _is_copy(stmt: cst.BaseStatement, carried: dict[str, str]) -> bool:
+    assign = _assign(stmt)
+    return assign is not None and isinstance(assign.value, cst.Name) and \
+        isinstance(assign.targets[0].target, cst.Name) and \
+        assign.targets[0].target.value in carried.values()
+
+
+def _top_assigned(stmts: Any) -> set[str]:
+    """Names assigned by the statements themselves (not inside nested if/for/while)."""
+    names: set[str] = set()
+    for stmt in stmts:
+        assign = _assign(stmt)
+        if assign is not None:
+            for t in assign.targets:
+                names |= set(assigned_names(t.target))
+    return names
+
+
+def _reads(stmts: Any) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        names.update(cl.names_in(stmt))
+    return names
 
 
 def _bar(name: str) -> cst.Name:

@@ -94,7 +94,10 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
 def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
     from transpiler.primitives.core import Primitive
-    if g is None:
+    from transpiler.transforms.custom import CustomVJP
+    if isinstance(fn, CustomVJP):
+        return custom_vjp_bwd(fn, args, kwargs, g)
+    if g is None or (isinstance(fn, Primitive) and not fn.differentiable):
         return (None,) * len(args)
     if isinstance(fn, Primitive):
         if fn.vjp is None:
@@ -109,6 +112,17 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         return (None,) * len(args)
     _, generated = vjp_function(fn, active, False)
     return generated(*args, **kwargs, _out_bar=g)[1][:len(args)]
+
+
+def custom_vjp_bwd(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Cotangents of ``fn(*args, **kwargs)`` for a `custom_vjp` function: its fwd rule
+    recomputes the residuals, its bwd rule maps ``g`` to one cotangent per positional
+    argument (keywords resolved to positions; None at nondiff_argnums and for zeros)."""
+    positional = fn.positional(args, kwargs)
+    out, residuals = fn.forward(positional)  # also: "no VJP defined" before anything flows
+    if g is None:
+        return (None,) * len(positional)
+    return fn.backward(positional, residuals, out, g)
 
 
 def _differentiable(value: Any) -> bool:
@@ -143,3 +157,9 @@ def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
     from transpiler.errors import SourceLocation
     loc = SourceLocation(file, line, col) if file is not None else None
     raise TranspileError(message, loc, hint)
+
+
+def defined(scope: dict, names: tuple) -> tuple:
+    """The values of `names` in `scope` (a loop iteration's locals), None where unassigned:
+    names a loop body assigns on some paths only."""
+    return tuple(scope.get(n) for n in names)
