@@ -10,11 +10,21 @@ from libcst.helpers import parse_template_expression, parse_template_statement
 
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
+from transpiler.transforms.ad_utils import (
+    TIGHT_EQUAL,
+    _active_name,
+    _jnp,
+    _substitute,
+    _targets,
+    index_text,
+)
 from transpiler.transforms.rename import assigned_names
-
-_MODULE_ALIASES = ("jnp", "lax", "np", "ad")
-TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                              whitespace_after=cst.SimpleWhitespace(""))
+from transpiler.transforms.structural_rules import (
+    AT_METHODS,
+    at_rule,
+    comprehension_rule,
+    star_rule,
+)
 
 
 def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cst.BaseStatement]:
@@ -28,7 +38,7 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
             raise gen.error(stmt, "internal: unpacking from a non-name in ANF code")
         return gen.accumulate(source, parse_template_expression(f"({parts},)"))
     t = target.value  # type: ignore[attr-defined]
-    bar = cst.Name(f"{t}_bar")
+    bar = cst.Name(gen.bar(t))
     op = gen.op_of(assign)
     if op.kind == "copy":
         return gen.accumulate(op.operands[0], bar)
@@ -69,20 +79,29 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
                  t: str) -> list[cst.BaseStatement]:
     kind = cl.callee_kind(op.callee)
     args = list(call.args)
-    if kind == "method" and op.callee[1] in cl.METHOD_OWN:
-        from transpiler.array_methods import ArrayMethods
-        method = getattr(ArrayMethods, op.callee[1])
-        return call_rule(gen, stmt, method, [cst.Arg(cst.Name(op.method_self)), *args], t)
-    if kind == "method" and op.callee[1] in AT_METHODS:
-        return at_rule(gen, stmt, op, args, t)
     if kind == "method":
+        receiver = op.method_self
+        assert receiver is not None  # classify records the receiver of every method call
+        if op.callee[1] in cl.METHOD_OWN:
+            from transpiler.array_methods import ArrayMethods
+            method = getattr(ArrayMethods, op.callee[1])
+            return call_rule(gen, stmt, method, [cst.Arg(cst.Name(receiver)), *args], t)
+        if op.callee[1] in AT_METHODS:
+            return at_rule(gen, stmt, op, args, t)
         name = cl.METHOD_TO_FUNCTION.get(op.callee[1])
         if name is None:
             raise gen.error(stmt, f"cannot differentiate the method `.{op.callee[1]}()`",
                             "use the transpiler.numpy function of the same name")
-        return call_rule(gen, stmt, _jnp(name), [cst.Arg(cst.Name(op.method_self)), *args], t)
+        return call_rule(gen, stmt, _jnp(name), [cst.Arg(cst.Name(receiver)), *args], t)
+    if kind == "seed":  # t = ad.seed(out_bar, out, has_aux=...): the cotangent passes
+        source = args[0].value
+        has_aux = any(a.keyword is not None and a.keyword.value == "has_aux" and
+                      isinstance(a.value, cst.Name) and a.value.value == "True" for a in args)
+        flow = parse_template_expression("ad.item({g}, 0)" if has_aux else "{g}",
+                                         g=cst.Name(gen.bar(t)))
+        return gen.accumulate(source.value, flow) if isinstance(source, cst.Name) else []
     if kind == "pass":
-        return gen.accumulate(args[0].value.value, cst.Name(f"{t}_bar"))  # type: ignore
+        return gen.accumulate(args[0].value.value, cst.Name(gen.bar(t)))  # type: ignore
     if kind == "jitted":
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
@@ -110,19 +129,13 @@ def call_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
     return function_rule(gen, stmt, fn, positional, args, t)
 
 
-def _active_name(gen: Any, node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name) and node.value in gen.active:
-        return node.value
-    return None
-
-
 def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional: list,
                   args: list, t: str) -> list[cst.BaseStatement]:
     template = prim.vjp
     if template is None:
         raise gen.error(stmt, f"the primitive `{prim.name}` has no VJP rule")
     params = {a.keyword.value: a.value for a in args if a.keyword is not None}
-    mapping: dict[str, cst.BaseExpression] = {"out": cst.Name(t), "out_bar": cst.Name(f"{t}_bar")}
+    mapping: dict[str, cst.BaseExpression] = {"out": cst.Name(t), "out_bar": cst.Name(gen.bar(t))}
     contributions: list[tuple[str, str]] = []  # (variable, temp holding its cotangent)
     keep_targets: dict[str, str] = {}
     fixed = template.operands[:-1] if template.variadic else template.operands
@@ -131,7 +144,7 @@ def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional
         mapping[operand] = a.value
         name = _active_name(gen, a.value)
         if name and name not in gen.has_bar and used.count(name) == 1:
-            keep_targets[f"{operand}_bar"] = f"{name}_bar"  # the first contribution
+            keep_targets[f"{operand}_bar"] = gen.bar(name)  # the first contribution
             gen.has_bar.add(name)
         elif name:
             temp = gen.tmp()
@@ -195,22 +208,35 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
     temp = gen.tmp()
     call = cst.Call(func=cst.Name(vjp_name), args=[
         *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args],
-        cst.Arg(cst.Name(f"{t}_bar"), keyword=cst.Name("_out_bar"), equal=TIGHT_EQUAL)])
-    out = [parse_template_statement("{g} = {c}[1]", g=cst.Name(temp), c=call)]
+        cst.Arg(cst.Name(gen.bar(t)), keyword=cst.Name(cotangent_param(vjp_fn)),
+                equal=TIGHT_EQUAL)])
     positional_names = [n for n, p in signature.parameters.items()
                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keyword_only = sorted(n for n in active if n not in positional_names
+                          and signature.parameters[n].kind == inspect.Parameter.KEYWORD_ONLY)
+    # Keyword-only parameters' cotangents come back in a dict (third result): in generated
+    # code the cotangent `_out_bar` of the level below is one, when differentiating twice.
+    pick = "{c}[1]" if not keyword_only else "{c}"
+    out: list[cst.BaseStatement] = [
+        parse_template_statement("{g} = " + pick, g=cst.Name(temp), c=call)]
+    bars = temp if not keyword_only else f"{temp}[1]"
     for i, a in enumerate(positional):
         name = _active_name(gen, a.value)
         if name:
-            out += gen.accumulate(name, parse_template_expression(f"{temp}[{i}]"))
+            out += gen.accumulate(name, parse_template_expression(f"{bars}[{i}]"))
     for a in args:
         name = _active_name(gen, a.value) if a.keyword is not None else None
-        if name:
-            if a.keyword.value not in positional_names:
-                raise gen.error(stmt, f"a differentiated value passed as keyword-only argument "
-                                f"`{a.keyword.value}` is not supported yet")
-            index = positional_names.index(a.keyword.value)
-            out += gen.accumulate(name, parse_template_expression(f"{temp}[{index}]"))
+        if not name:
+            continue
+        if a.keyword.value in keyword_only:
+            out += gen.accumulate(name, parse_template_expression(
+                f"{temp}[2][{a.keyword.value!r}]"))
+            continue
+        if a.keyword.value not in positional_names:
+            raise gen.error(stmt, f"a differentiated value passed as argument "
+                            f"`{a.keyword.value}` is not supported yet")
+        index = positional_names.index(a.keyword.value)
+        out += gen.accumulate(name, parse_template_expression(f"{bars}[{index}]"))
     del names
     return out
 
@@ -226,9 +252,9 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
     kw = cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
                    for a in args if a.keyword is not None])
     temp = gen.tmp()
-    out = [parse_template_statement(f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
-                                    g=cst.Name(temp), f=call.func, p=pos, k=kw,
-                                    b=cst.Name(f"{t}_bar"))]
+    out: list[cst.BaseStatement] = [parse_template_statement(
+        f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
+        g=cst.Name(temp), f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)))]
     if slots is None:
         slots = [(_active_name(gen, a.value), i) for i, a in enumerate(positional)]
     for name, index in slots:
@@ -266,150 +292,6 @@ def custom_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, call: cst.Call, args
     return runtime_rule(gen, stmt, call, args, t, "custom_vjp_bwd", slots)
 
 
-def _jnp(name: str) -> Any:
-    from transpiler import numpy as jnp
-    return getattr(jnp, name)
-
-
-def _targets(line: cst.BaseStatement) -> list[str]:
-    if isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Assign):
-        return [n for t in line.body[0].targets for n in assigned_names(t.target)]
-    return []
-
-
-class _Substitute(cst.CSTTransformer):
-    def __init__(self, values: dict[str, cst.BaseExpression], names: dict[str, str]) -> None:
-        self.values, self.names = values, names
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        return updated.with_changes(attr=original.attr)
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        return updated.with_changes(keyword=original.keyword)
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        if original.value in self.names:
-            return updated.with_changes(value=self.names[original.value])
-        return self.values.get(original.value, updated)
-
-
-def _substitute(gen: Any, line: cst.BaseStatement, mapping: dict, names: dict, params: dict,
-                stmt: cst.BaseStatement, prim: Primitive) -> cst.BaseStatement:
-    values = dict(params)
-    values.update(mapping)
-    for alias in _MODULE_ALIASES:
-        if alias in gen.namespace and gen.namespace[alias] is not _module(alias):
-            names.setdefault(alias, f"_{alias}")
-    return line.visit(_Substitute(values, names))  # type: ignore[return-value]
-
-
-def _module(alias: str) -> Any:
-    import numpy as np
-
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler.transforms import adjoint_helpers as ad
-    return {"jnp": jnp, "lax": lax, "np": np, "ad": ad}[alias]
-
-
-def index_text(sub: cst.Subscript) -> str:
-    """The index of ``a[...]`` as a Python expression: ``(slice(1, n), 0, None)``."""
-    code = cst.Module([]).code_for_node
-    parts = []
-    for element in sub.slice:
-        s = element.slice
-        if isinstance(s, cst.Slice):
-            parts.append("slice({}, {}, {})".format(
-                *[code(x) if x is not None else "None" for x in (s.lower, s.upper, s.step)]))
-        else:
-            parts.append(code(s.value))  # type: ignore[attr-defined]
-    if len(parts) == 1 and not (len(sub.slice) == 1 and sub.slice[0].comma != cst.MaybeSentinel.DEFAULT):
-        return parts[0]
-    return "(" + ", ".join(parts) + ",)"
-
-
-AT_METHODS = frozenset({"set", "add", "multiply", "mul", "get"})
-
-
-def at_rule(gen: Any, stmt: cst.BaseStatement, op: cl.Op, args: list,
-            t: str) -> list[cst.BaseStatement]:
-    """``t = x.at[idx].set(v)`` (ANF: ``r = x.at; s = r[idx]; t = s.set(v)``)."""
-    ref = gen.definitions.get(op.method_self)
-    at = gen.definitions.get(ref.value.value.value) if isinstance(ref, cst.Assign) and \
-        isinstance(ref.value, cst.Subscript) and isinstance(ref.value.value, cst.Name) else None
-    if not (isinstance(at, cst.Assign) and isinstance(at.value, cst.Attribute)
-            and at.value.attr.value == "at" and isinstance(at.value.value, cst.Name)):
-        raise gen.error(stmt, f"cannot differentiate `.{op.callee[1]}()` here",
-                        "write the update as x.at[index].set(value) in one expression")
-    x = at.value.value.value
-    index = parse_template_expression(index_text(ref.value))
-    bar = cst.Name(f"{t}_bar")
-    method = "multiply" if op.callee[1] == "mul" else op.callee[1]
-    value = args[0].value if args else None
-    out: list[cst.BaseStatement] = []
-    if method == "get":
-        return gen.accumulate(x, parse_template_expression(
-            "ad.index_bar({x}, {i}, {g})", x=cst.Name(x), i=index, g=bar))
-    x_rule = {"set": "{g}.at[{i}].set(0)", "add": "{g}",
-              "multiply": "{g}.at[{i}].multiply({v})"}[method]
-    v_rule = {"set": "ad.unbroadcast_like({g}[{i}], {v})", "add": "ad.unbroadcast_like({g}[{i}], {v})",
-              "multiply": "ad.unbroadcast_like({g}[{i}] * {x}[{i}], {v})"}[method]
-    fills = {"g": bar, "i": index, "v": value or cst.Name("None"), "x": cst.Name(x)}
-    out += gen.accumulate(x, _fill(x_rule, fills))
-    name = _active_name(gen, value) if value is not None else None
-    if name:
-        out += gen.accumulate(name, _fill(v_rule, fills))
-    return out
-
-
-def _fill(template: str, values: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
-    """`parse_template_expression` with just the placeholders the template uses."""
-    return parse_template_expression(template, **{
-        k: v for k, v in values.items() if "{" + k + "}" in template})
-
-
-def star_rule(gen: Any, prim: Primitive, operands: cst.BaseExpression, args: list,
-              t: str) -> list[cst.BaseStatement]:
-    """``prim(*xs, ...)`` for a variadic primitive: the list's cotangent is a list."""
-    name = _active_name(gen, operands)
-    if name is None:
-        return []
-    template = prim.vjp
-    params = {a.keyword.value: a.value for a in args if a.keyword is not None}
-    temp = gen.tmp()
-    operand = template.operands[0]
-    mapping = {"out": cst.Name(t), "out_bar": cst.Name(f"{t}_bar"), operand: operands}
-    out, helpers = [], {}
-    for line in template.statements:
-        for n in _targets(line):
-            if n != f"{operand}_bar":
-                helpers.setdefault(n, gen.tmp("h"))
-        out.append(_substitute(gen, line, mapping, {f"{operand}_bar": temp, **helpers}, params,
-                               line, prim))
-    return out + gen.accumulate(name, cst.Name(temp))
-
-
-def comprehension_rule(gen: Any, stmt: cst.BaseStatement, comp: cst.ListComp,
-                       t: str) -> list[cst.BaseStatement]:
-    """``t = [f(a) for a in xs]``: each element's cotangent through f's own VJP."""
-    loop = comp.for_in
-    elt = comp.elt
-    var = loop.target.value if isinstance(loop.target, cst.Name) else None
-    ok = (var is not None and loop.inner_for_in is None and not loop.ifs
-          and isinstance(loop.iter, cst.Name) and isinstance(elt, cst.Call))
-    slots = [i for i, a in enumerate(elt.args) if isinstance(a.value, cst.Name)  # type: ignore
-             and a.value.value == var] if ok else []
-    others = [a for a in elt.args if a not in [elt.args[i] for i in slots]] if ok else []  # type: ignore
-    if not ok or len(slots) != 1 or elt.args[slots[0]].keyword is not None or any(  # type: ignore
-            var in cl.names_in(a.value) for a in others):
-        raise gen.error(stmt, "cannot differentiate this list comprehension",
-                        "only `[f(x, ...) for x in xs]` is supported for differentiated values; "
-                        "write the elements out, or use jnp.stack over an axis")
-    args = [cst.Element(cst.parse_expression("ad.ELEMENT") if i == slots[0] else a.value)
-            for i, a in enumerate(elt.args) if a.keyword is None]  # type: ignore
-    kwargs = cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
-                       for a in elt.args if a.keyword is not None])  # type: ignore
-    return gen.accumulate(loop.iter.value, parse_template_expression(  # type: ignore
-        "ad.map_bar({f}, {xs}, {g}, {args}, {kwargs})", f=elt.func, xs=loop.iter,  # type: ignore
-        g=cst.Name(f"{t}_bar"), args=cst.Tuple(args) if args else cst.parse_expression("()"),
-        kwargs=kwargs))
+def cotangent_param(generated: Any) -> str:
+    """The keyword a generated vjp function takes its output cotangent by."""
+    return getattr(generated, "cotangent_param", "_out_bar")

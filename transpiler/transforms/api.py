@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
@@ -13,9 +13,12 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
 
 def _target(fn: Any) -> Any:
-    """The Python function behind our own wrappers (jit, grad ...)."""
+    """The Python function to transform behind our own wrappers: a jit's function, or a
+    grad's generated derivative (so grad(grad(f)) differentiates the derivative code)."""
     while True:
-        inner = getattr(fn, "_fun", None) or getattr(fn, "__transpiler_wrapped__", None)
+        if isinstance(fn, Transformed):
+            return fn.differentiable()
+        inner = getattr(fn, "_fun", None)
         if inner is None:
             return fn
         fn = inner
@@ -41,7 +44,9 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     namespace.update(generated.namespace)
     first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
     function = emit(generated.func, namespace, generated.origin, transform="reverse mode",
-                    name=parsed.name, file=parsed.filename, line=first)
+                    name=parsed.name, file=parsed.filename, line=first,
+                    module_name=getattr(fn, "__module__", None) or "__transpiler_generated__")
+    function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result
     return result
@@ -126,10 +131,11 @@ class Transformed:
     """A transformed function: call it, or read ``.source`` (the generated code that runs)."""
 
     def __init__(self, call: Callable, fun: Callable, active_of: Callable[[], frozenset],
-                 has_aux: bool, kind: str) -> None:
+                 has_aux: bool, kind: str, argnums: Any = 0) -> None:
         functools.update_wrapper(self, fun)
-        self._call, self._fun, self._active_of = call, fun, active_of
-        self._has_aux, self._kind = has_aux, kind
+        self._call, self._original, self._active_of = call, fun, active_of
+        self._has_aux, self._kind, self._argnums = has_aux, kind, argnums
+        self._wrapper: Optional[Callable] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*args, **kwargs)
@@ -137,10 +143,44 @@ class Transformed:
     @property
     def source(self) -> str:
         """The generated Python that runs (written to a file in the cache directory)."""
-        return vjp_function(self._fun, self._active_of(), self._has_aux)[1].source  # type: ignore
+        return vjp_function(self._original, self._active_of(), self._has_aux)[1].source  # type: ignore
 
     def __repr__(self) -> str:
-        return f"<{self._kind}({getattr(self._fun, '__name__', self._fun)})>"
+        return f"<{self._kind}({getattr(self._original, '__name__', self._original)})>"
+
+    def differentiable(self) -> Callable:
+        """This transform as plain generated Python that the transforms can take as input:
+        ``def grad_f(x, y): _out, _bars = vjp_f(x, y, _out_bar=ad.SEED); return ...``."""
+        if self._wrapper is None:
+            self._wrapper = _wrapper_function(self)
+        return self._wrapper
+
+
+def _wrapper_function(t: Transformed) -> Callable:
+    """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above)."""
+    import libcst as cst
+
+    from transpiler.codegen import emit
+    from transpiler.transforms import adjoint_helpers as ad
+    fun = _target(t._original)
+    params = _positional_names(fun)
+    vjp_name, generated = vjp_function(fun, t._active_of(), t._has_aux)
+    nums = (t._argnums,) if isinstance(t._argnums, int) else tuple(t._argnums)
+    grads = [f"ad.finalize(_bars[{i % len(params)}], {params[i % len(params)]})" for i in nums]
+    grad_expr = grads[0] if isinstance(t._argnums, int) else f"({', '.join(grads)},)"
+    if t._has_aux:
+        grad_expr = f"({grad_expr}, _out[1])" if t._kind == "grad" else grad_expr
+    result = grad_expr if t._kind == "grad" else f"(_out, {grad_expr})"
+    name = f"{t._kind}_{getattr(fun, '__name__', 'f')}"
+    source = (f"def {name}({', '.join(params)}):\n"
+              f"    _out, _bars = {vjp_name}({', '.join(params)}, "
+              f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"
+              f"    return {result}\n")
+    func = cst.parse_module(source).body[0]
+    assert isinstance(func, cst.FunctionDef)
+    return emit(func, {vjp_name: generated, "ad": ad}, {}, transform=t._kind,
+                name=getattr(fun, "__name__", "f"), file=getattr(
+                    getattr(fun, "__code__", None), "co_filename", "?"), line=0)
 
 
 def _active_names(fun: Callable, argnums: Union[int, Sequence[int]]) -> frozenset:
@@ -165,12 +205,12 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         _, generated = vjp_function(fun, active, has_aux)
         from transpiler.transforms.runtime_helpers import SEED
         args = tuple(_as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
-        out, bars = generated(*args, **kwargs, _out_bar=SEED)
+        out, bars = generated(*args, **kwargs, **{_cotangent(generated): SEED})
         grads = tuple(_finalize(bars[i], args[i]) for i in nums)
         return out, (grads[0] if isinstance(argnums, int) else grads)
 
     return Transformed(value_and_grad_f, fun, lambda: _active_names(fun, argnums), has_aux,
-                       "value_and_grad")
+                       "value_and_grad", argnums)
 
 
 def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
@@ -182,7 +222,8 @@ def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         out, grads = vg(*args, **kwargs)
         return (grads, out[1]) if has_aux else grads
 
-    return Transformed(grad_f, fun, lambda: _active_names(fun, argnums), has_aux, "grad")
+    return Transformed(grad_f, fun, lambda: _active_names(fun, argnums), has_aux, "grad",
+                       argnums)
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
@@ -197,7 +238,11 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
     out, aux = (result[0], result[1]) if has_aux else (result, None)
 
     def vjp_fn(cotangent: Any) -> tuple:
-        _, bars = generated(*primals, _out_bar=cotangent)
+        _, bars = generated(*primals, **{_cotangent(generated): cotangent})
         return tuple(_finalize(b, p) for b, p in zip(bars, primals))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _cotangent(generated: Callable) -> str:
+    return getattr(generated, "cotangent_param", "_out_bar")

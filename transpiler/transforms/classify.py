@@ -169,6 +169,9 @@ def callee_kind(callee: Any) -> str:
         return "unknown"
     if isinstance(callee, tuple):
         return callee[0]  # ("method", name) or ("local", name)
+    from transpiler.transforms import runtime_helpers
+    if callee is runtime_helpers.seed:  # identity in the cotangent, constant in the output
+        return "seed"
     try:
         if callee in STATIC_BUILTINS or callee in STATIC_FUNCTIONS:
             return "static"

@@ -8,7 +8,7 @@ branch ends with a copy into a fresh version (a phi node written as an assignmen
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar, cast
 
 import libcst as cst
 
@@ -36,8 +36,12 @@ class RenameNames(cst.CSTTransformer):
         return updated.with_changes(value=new) if new else updated
 
 
-def rename(node: cst.CSTNode, mapping: dict[str, str]) -> cst.CSTNode:
-    return node.visit(RenameNames(mapping)) if mapping else node
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+
+def rename(node: _Node, mapping: dict[str, str]) -> _Node:
+    # RenameNames only replaces Names, never removes or flattens a node.
+    return cast(_Node, node.visit(RenameNames(mapping))) if mapping else node
 
 
 def assigned_names(target: cst.BaseAssignTargetExpression) -> list[str]:
@@ -110,6 +114,7 @@ class SSA:
             assign = stmt.body[0]
             value = rename(assign.value, env)
             targets = []
+            new: cst.BaseStatement
             for t in assign.targets:
                 if not _binds_names_only(t.target):  # x[i] = v (library code): reads names
                     targets.append(t.with_changes(target=rename(t.target, env)))
@@ -123,7 +128,7 @@ class SSA:
                 targets.append(t.with_changes(target=rename(t.target, mapping)))
             new = stmt.with_changes(body=[assign.with_changes(targets=targets, value=value)])
         else:
-            new = rename(stmt, env)  # type: ignore[assignment]
+            new = rename(stmt, env)
         self.origin[new] = stmt
         return [new]
 
@@ -154,13 +159,14 @@ class SSA:
         # Names first defined inside the loop keep their names (nothing reads them before
         # they are assigned in an iteration); the others are carried.
         body_defined = set(defined) | {carried[n] for n in carried if n in defined}
-        body = self.body(list(stmt.body.body), body_env, body_defined)
-        copies = []
+        body = self.body(list(cast(cst.IndentedBlock, stmt.body).body), body_env, body_defined)
+        copies: list[cst.BaseStatement] = []
         for name, name_c in carried.items():
             if name != target and body_env.get(name, name_c) != name_c:
                 copies.append(cst.parse_statement(f"{name_c} = {body_env[name]}"))
         self.copybacks.append(copies)
         body += copies
+        new: cst.For | cst.While
         if isinstance(stmt, cst.For):
             new = stmt.with_changes(
                 target=cst.Name(carried[target]) if target else stmt.target,
@@ -175,13 +181,14 @@ class SSA:
         self.loop_carried[new] = carried
         return [*before, new]
 
-    def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.If]:
+    def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.BaseStatement]:
         test = rename(stmt.test, env)
         envs, bodies, defs = [], [], []
-        blocks = [stmt.body.body]
+        blocks: list[Sequence[cst.BaseStatement]] = [cast(cst.IndentedBlock, stmt.body).body]
         orelse = stmt.orelse
         if orelse is not None:
-            blocks.append(orelse.body.body if isinstance(orelse, cst.Else) else [orelse])
+            blocks.append(cast(cst.IndentedBlock, orelse.body).body
+                          if isinstance(orelse, cst.Else) else [orelse])
         else:
             blocks.append([])
         for block in blocks:

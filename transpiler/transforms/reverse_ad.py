@@ -15,13 +15,27 @@ positional parameter (``None`` where nothing flows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import libcst as cst
 from libcst.helpers import parse_template_expression, parse_template_statement
 
 from transpiler.errors import TranspileError
 from transpiler.transforms import classify as cl
+from transpiler.transforms.ad_utils import (
+    _all_assigned,
+    _assign,
+    _block,
+    _deferred_error,
+    _is_copy,
+    _local_imports,
+    _param_names,
+    _reads,
+    _source_line,
+    _top_assigned,
+    _with_out_bar,
+    positional_params,
+)
 from transpiler.transforms.rename import SSA, assigned_names, loop_assigned
 
 
@@ -32,6 +46,7 @@ class Generated:
     func: cst.FunctionDef
     namespace: dict[str, Any]
     origin: dict[cst.CSTNode, Any] = field(default_factory=dict)  # stmt -> SourceLocation
+    out_bar: str = "_out_bar"  # the keyword-only cotangent parameter
 
 
 class ReverseAD:
@@ -45,6 +60,13 @@ class ReverseAD:
         self.has_aux = has_aux
         self.vjp_of = vjp_of  # (callee, active param names) -> (name, generated function)
         self.params = _param_names(self.func)
+        taken = set(self.params) | _all_assigned(self.func.body.body)
+        # Cotangents are `x_bar`; in generated code (grad of grad) that suffix is taken.
+        self.suffix = next(f for f in (f"_bar{k or ''}" for k in range(100))
+                           if not any(n.endswith(f) for n in taken))
+        # The cotangent parameter; a derivative of generated code already has `_out_bar`.
+        self.out_bar = next(n for n in (f"_out_bar{k or ''}" for k in range(100))
+                            if n not in self.params)
         self.active_params = active_params
         self.extra: dict[str, Any] = {}
         self.counter = 0
@@ -53,9 +75,19 @@ class ReverseAD:
         self.last_comment: Optional[str] = None
 
     # --- helpers -------------------------------------------------------------------------
+    def bar(self, name: str) -> str:
+        """The name of `name`'s cotangent variable."""
+        return f"{name}{self.suffix}"
+
+    def bar_node(self, name: str) -> cst.Name:
+        return cst.Name(self.bar(name))
+
     def tmp(self, stem: str = "g") -> str:
-        self.counter += 1
-        name = f"_{stem}{self.counter}"
+        while True:
+            self.counter += 1
+            name = f"_{stem}{self.counter}"
+            if name not in self.local_names:
+                break
         self.local_names.add(name)
         return name
 
@@ -68,7 +100,7 @@ class ReverseAD:
 
     # --- the pipeline ------------------------------------------------------------------
     def run(self) -> Generated:
-        body = list(self.func.body.body)
+        body = _block(self.func.body)
         ret = body[-1]
         if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
             raise self.error(ret, "internal: ANF function does not end with a return")
@@ -77,6 +109,7 @@ class ReverseAD:
         forward = self.ssa.body(body[:-1], env, set(self.params))
         self.local_names |= self.ssa.taken
         out_expr = ret.body[0].value
+        assert out_expr is not None  # ANF returns always carry a value (a name)
         out_name = env.get(out_expr.value, out_expr.value) if isinstance(out_expr, cst.Name) \
             else None
         self.active: set[str] = set(self.active_params)
@@ -89,40 +122,55 @@ class ReverseAD:
         self.has_bar: set[str] = set()
         self.maybe_none: set[str] = set()  # bars that may hold None (zero) at run time
         if out_name is not None and out_name in self.active:
-            seed = "ad.seed(_out_bar, {out}, has_aux={aux})"
+            seed = "ad.seed(" + self.out_bar + ", {out}, has_aux={aux})"
             backward.append(parse_template_statement(
-                "{bar} = " + seed, bar=_bar(out_name), out=cst.Name(out_name),
+                "{bar} = " + seed, bar=self.bar_node(out_name), out=cst.Name(out_name),
                 aux=cst.Name(str(self.has_aux))))
             self.has_bar.add(out_name)
             nothing = self.return_statement(out_name, out_expr, empty=True)
             backward.append(cst.If(  # no cotangent reached the output: nothing flows back
-                test=parse_template_expression("{bar} is None", bar=_bar(out_name)),
+                test=parse_template_expression("{bar} is None", bar=self.bar_node(out_name)),
                 body=cst.IndentedBlock(body=[nothing])))
             backward.extend(self.backward(forward))
         result = self.return_statement(out_name, out_expr)
         func = self.func.with_changes(
             name=cst.Name(f"vjp_{self.func.name.value}"),
-            params=_with_out_bar(self.func.params),
+            params=_with_out_bar(self.func.params, self.out_bar),
             body=self.func.body.with_changes(body=[*forward, *backward, result]),
             decorators=[])
         origin = {new: self.location(new) for new in self.ssa.origin}
-        return Generated(func, self.extra, origin)
+        return Generated(func, self.extra, origin, self.out_bar)
 
     def bar_text(self, name: str) -> str:
-        return f"{name}_bar" if name in self.has_bar and name in self.active else "None"
+        return self.bar(name) if name in self.has_bar and name in self.active else "None"
+
+    def returned_bar(self, name: str, empty: bool) -> str:
+        """A requested parameter's cotangent is never None: callers use it as an array."""
+        if name not in self.active_params:
+            return "None"
+        if not empty and name in self.has_bar and name not in self.maybe_none:
+            return self.bar(name)
+        bar = "None" if empty or name not in self.has_bar else self.bar(name)
+        return f"ad.or_zeros({bar}, {name})"
 
     def return_statement(self, out_name: Optional[str], out_expr: cst.BaseExpression,
                          empty: bool = False) -> cst.BaseStatement:
         """``return out, (p0_bar, p1_bar, *spread(args_bar))`` over the positional params
         (all None when `empty`: no cotangent reached the output)."""
-        bars = ["None" if empty else self.bar_text(p) for p in positional_params(self.func)]
+        bars = [self.returned_bar(p, empty) for p in positional_params(self.func)]
         star = self.func.params.star_arg
         if isinstance(star, cst.Param):
             name = star.name.value
             bars.append(f"*ad.spread({'None' if empty else self.bar_text(name)}, {name})")
         out_text = out_name if out_name is not None else cst.Module([]).code_for_node(out_expr)
         trailing = "," if len(bars) == 1 else ""
-        return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing})")
+        keyword_only = [p.name.value for p in self.func.params.kwonly_params
+                        if p.name.value in self.active_params]
+        extra = ""
+        if keyword_only:  # see adjoints.function_rule: a dict of their cotangents
+            extra = ", {" + ", ".join(
+                f"{n!r}: {self.returned_bar(n, empty)}" for n in keyword_only) + "}"
+        return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing}){extra}")
 
     def add_tapes(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """Loops that compute differentiated values record each iteration's values on a
@@ -130,12 +178,12 @@ class ReverseAD:
         out: list[cst.BaseStatement] = []
         for stmt in stmts:
             if isinstance(stmt, cst.If):
-                body = stmt.body.with_changes(body=self.add_tapes(list(stmt.body.body)))
+                if_body = stmt.body.with_changes(body=self.add_tapes(_block(stmt.body)))
                 orelse = stmt.orelse
                 if isinstance(orelse, cst.Else):
                     orelse = orelse.with_changes(body=orelse.body.with_changes(
-                        body=self.add_tapes(list(orelse.body.body))))
-                new_if = stmt.with_changes(body=body, orelse=orelse)
+                        body=self.add_tapes(_block(orelse.body))))
+                new_if = stmt.with_changes(body=if_body, orelse=orelse)
                 self.ssa.origin[new_if] = self.ssa.origin.get(stmt, stmt)
                 out.append(new_if)
                 continue
@@ -144,7 +192,7 @@ class ReverseAD:
                 out.append(stmt)
                 continue
             carried = self.ssa.loop_carried.get(stmt, {})
-            body = self.add_tapes(list(stmt.body.body))
+            body = self.add_tapes(_block(stmt.body))
             copies = [(c.body[0].targets[0].target.value, c.body[0].value.value)  # type: ignore
                       for c in body if _is_copy(c, carried)]
             core = body[:len(body) - len(copies)]
@@ -172,12 +220,12 @@ class ReverseAD:
         for stmt in stmts:
             if isinstance(stmt, (cst.For, cst.While)):
                 for _ in range(2):  # values carried around the loop: reach a fixpoint
-                    self.analyze(list(stmt.body.body))
+                    self.analyze(_block(stmt.body))
                 continue
             if isinstance(stmt, cst.If):
-                self.analyze(list(stmt.body.body))
+                self.analyze(_block(stmt.body))
                 if isinstance(stmt.orelse, cst.Else):
-                    self.analyze(list(stmt.orelse.body.body))
+                    self.analyze(_block(stmt.orelse.body))
                 continue
             assign = _assign(stmt)
             if assign is None:
@@ -186,7 +234,11 @@ class ReverseAD:
                 if isinstance(t.target, cst.Name):
                     self.definitions[t.target.value] = assign
             op = self.op_of(assign)
-            if any(n in self.active for n in op.operands) and self.propagates(op):
+            if op.kind == "call" and cl.callee_kind(op.callee) == "seed":
+                reads = op.operands[:1]  # ad.seed(out_bar, out): only the cotangent flows
+            else:
+                reads = op.operands
+            if any(n in self.active for n in reads) and self.propagates(op):
                 self.active_statements.add(assign)
                 for t in assign.targets:
                     self.active.update(assigned_names(t.target))
@@ -235,12 +287,12 @@ class ReverseAD:
             if guarded and lines:  # its cotangent may be None (zero): skip the adjoint then
                 fresh = sorted(self.has_bar - had)
                 self.maybe_none.update(fresh)
-                out.extend(parse_template_statement("{b} = None", b=_bar(n)) for n in fresh)
+                out.extend(parse_template_statement("{b} = None", b=self.bar_node(n)) for n in fresh)
                 lines = [cst.If(test=parse_template_expression(
-                    "{b} is not None", b=_bar(guarded[0])), body=cst.IndentedBlock(body=lines))]
+                    "{b} is not None", b=self.bar_node(guarded[0])), body=cst.IndentedBlock(body=lines))]
             for name in targets:
                 if name in resets:
-                    lines.append(parse_template_statement("{b} = None", b=_bar(name)))
+                    lines.append(parse_template_statement("{b} = None", b=self.bar_node(name)))
             if lines:
                 loc = self.location(stmt)
                 comment = f"# grad of: {_source_line(loc)}" if loc is not None else None
@@ -261,28 +313,29 @@ class ReverseAD:
         init = []
         for name in outer:
             if name in self.active and name not in self.has_bar:
-                init.append(parse_template_statement("{b} = None", b=_bar(name)))
+                init.append(parse_template_statement("{b} = None", b=self.bar_node(name)))
                 self.has_bar.add(name)
                 self.maybe_none.add(name)
         before = set(self.has_bar)
         lines: list[cst.BaseStatement] = []
         for carried, version in reversed(copies):  # `carried = version`, then a fresh carry
             if carried in self.active:
-                lines += self.accumulate(version, _bar(carried))
-                lines.append(parse_template_statement("{b} = None", b=_bar(carried)))
+                lines += self.accumulate(version, self.bar_node(carried))
+                lines.append(parse_template_statement("{b} = None", b=self.bar_node(carried)))
                 self.maybe_none |= {carried, version}
         lines += self.backward(core, resets={c for c, _ in copies})
         self.has_bar = before | (self.has_bar - defined_inside)
-        unpack = cst.parse_statement(f"for ({', '.join(saved)},) in reversed({tape}):\n    pass\n")
+        unpack = cast(cst.For, cst.parse_statement(
+            f"for ({', '.join(saved)},) in reversed({tape}):\n    pass\n"))
         loop = unpack.with_changes(body=unpack.body.with_changes(
-            body=lines or [cst.parse_statement("pass")]))  # type: ignore[attr-defined]
+            body=lines or [cst.parse_statement("pass")]))
         return [*init, loop]
 
     def backward_if(self, stmt: cst.If) -> list[cst.BaseStatement]:
         """Both branches' adjoints under the same test; bars they touch start as None."""
         before = set(self.has_bar)
-        branches = [list(stmt.body.body)]
-        branches.append(list(stmt.orelse.body.body) if isinstance(stmt.orelse, cst.Else) else [])
+        branches = [_block(stmt.body)]
+        branches.append(_block(stmt.orelse.body) if isinstance(stmt.orelse, cst.Else) else [])
         touched: set[str] = set()
         results = []
         for branch in branches:
@@ -291,7 +344,7 @@ class ReverseAD:
             touched |= self.has_bar - before
         # Names defined before the if that received contributions inside it.
         pre = sorted(n for n in touched if n not in _all_assigned(branches[0] + branches[1]))
-        init = [parse_template_statement("{b} = None", b=_bar(n)) for n in pre]
+        init = [parse_template_statement("{b} = None", b=self.bar_node(n)) for n in pre]
         self.maybe_none.update(pre)
         self.has_bar = before | touched
         body = stmt.body.with_changes(body=results[0] or [cst.parse_statement("pass")])
@@ -304,126 +357,8 @@ class ReverseAD:
             return []
         if name not in self.has_bar:
             self.has_bar.add(name)
-            return [parse_template_statement("{b} = {v}", b=_bar(name), v=value)]
-        return [parse_template_statement("{b} = ad.add({b}, {v})", b=_bar(name), v=value)]
+            return [parse_template_statement("{b} = {v}", b=self.bar_node(name), v=value)]
+        return [parse_template_statement("{b} = ad.add({b}, {v})", b=self.bar_node(name), v=value)]
 
 
-def _is_copy(stmt: cst.BaseStatement, carried: dict[str, str]) -> bool:
-    assign = _assign(stmt)
-    return assign is not None and isinstance(assign.value, cst.Name) and \
-        isinstance(assign.targets[0].target, cst.Name) and \
-        assign.targets[0].target.value in carried.values()
-
-
-def _top_assigned(stmts: Any) -> set[str]:
-    """Names assigned by the statements themselves (not inside nested if/for/while)."""
-    names: set[str] = set()
-    for stmt in stmts:
-        assign = _assign(stmt)
-        if assign is not None:
-            for t in assign.targets:
-                names |= set(assigned_names(t.target))
-    return names
-
-
-def _reads(stmts: Any) -> set[str]:
-    names: set[str] = set()
-    for stmt in stmts:
-        names.update(cl.names_in(stmt))
-    return names
-
-
-def _bar(name: str) -> cst.Name:
-    return cst.Name(f"{name}_bar")
-
-
-def _assign(stmt: cst.BaseStatement) -> Optional[cst.Assign]:
-    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
-        return stmt.body[0]
-    return None
-
-
-def _all_assigned(stmts: Any) -> set[str]:
-    names: set[str] = set()
-    for stmt in stmts:
-        if isinstance(stmt, cst.If):
-            names |= _all_assigned(stmt.body.body)
-            if isinstance(stmt.orelse, cst.Else):
-                names |= _all_assigned(stmt.orelse.body.body)
-        elif isinstance(stmt, (cst.For, cst.While)):
-            names |= _all_assigned(stmt.body.body)
-            if isinstance(stmt, cst.For):
-                names |= set(assigned_names(stmt.target))
-        else:
-            assign = _assign(stmt)
-            if assign is not None:
-                for t in assign.targets:
-                    names |= set(assigned_names(t.target))
-    return names
-
-
-def _param_names(func: cst.FunctionDef) -> list[str]:
-    p = func.params
-    names = [x.name.value for x in [*p.posonly_params, *p.params]]
-    if isinstance(p.star_arg, cst.Param):
-        names.append(p.star_arg.name.value)
-    names += [x.name.value for x in p.kwonly_params]
-    return names
-
-
-def positional_params(func: cst.FunctionDef) -> list[str]:
-    p = func.params
-    return [x.name.value for x in [*p.posonly_params, *p.params]]
-
-
-def _with_out_bar(params: cst.Parameters) -> cst.Parameters:
-    from transpiler.transforms.adjoints import TIGHT_EQUAL
-    extra = cst.Param(name=cst.Name("_out_bar"), default=cst.Name("None"), equal=TIGHT_EQUAL)
-    star = params.star_arg if isinstance(params.star_arg, cst.Param) else cst.ParamStar()
-    return params.with_changes(kwonly_params=[*params.kwonly_params, extra], star_arg=star)
-
-
-def _source_line(loc: Any) -> str:
-    import linecache
-    import os
-    text = linecache.getline(loc.file, loc.line).strip()
-    return f"{os.path.basename(loc.file)}:{loc.line}  {text}"
-
-
-__all__ = ["ReverseAD", "Generated", "positional_params", "parse_template_expression"]
-
-
-def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
-    """Names bound by ``import`` statements inside the function (lazy imports in library
-    code), resolved now so that calls through them can be differentiated."""
-    import importlib
-    found: dict[str, Any] = {}
-    code = cst.Module([]).code_for_node
-
-    class Imports(cst.CSTVisitor):
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-                return
-            module = importlib.import_module(code(node.module))
-            for alias in node.names:
-                name = code(alias.name)
-                bound = alias.asname.name.value if alias.asname else name  # type: ignore
-                found[bound] = getattr(module, name)
-
-        def visit_Import(self, node: cst.Import) -> None:
-            for alias in node.names:
-                if alias.asname is not None:
-                    found[alias.asname.name.value] = importlib.import_module(  # type: ignore
-                        code(alias.name))
-
-    func.visit(Imports())
-    return found
-
-
-def _deferred_error(err: TranspileError) -> cst.BaseStatement:
-    """A statement that raises `err` when the backward pass reaches it. Library composites
-    have branches that never run for arrays (list inputs, say); only a path that runs may
-    fail."""
-    loc = err.loc
-    where = f"{loc.file!r}, {loc.line}, {loc.col}" if loc is not None else "None, 0, 0"
-    return cst.parse_statement(f"ad.fail({err.message!r}, {err.hint!r}, {where})")
+__all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]

@@ -106,12 +106,18 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         return tuple(fn.vjp.evaluate(list(args), kwargs, out, g))
     from transpiler.transforms.api import vjp_function
     import inspect
-    names = list(inspect.signature(fn).parameters)[:len(args)]
-    active = frozenset(n for n, a in zip(names, args) if _differentiable(a))
-    if not active:
+    if not any(_differentiable(a) for a in args):
         return (None,) * len(args)
+    try:
+        names = list(inspect.signature(fn).parameters)[:len(args)]
+    except (TypeError, ValueError):
+        raise TranspileError(f"cannot differentiate through {fn!r}: it has no Python source "
+                             "and no derivative rule", user_location(),
+                             "use transpiler.numpy functions, or define it with custom_vjp")
+    active = frozenset(n for n, a in zip(names, args) if _differentiable(a))
     _, generated = vjp_function(fn, active, False)
-    return generated(*args, **kwargs, _out_bar=g)[1][:len(args)]
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    return generated(*args, **kwargs, **{keyword: g})[1][:len(args)]
 
 
 def custom_vjp_bwd(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
@@ -149,6 +155,8 @@ def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = No
     for x, gi in zip(xs, g):
         call_args = tuple(x if a is ELEMENT else a for a in args)
         bars.append(vjp_call(fn, call_args, kwargs or {}, gi)[slot])
+    if all(b is None for b in bars):
+        return None
     return tuple(bars) if isinstance(xs, tuple) else bars
 
 
@@ -163,3 +171,31 @@ def defined(scope: dict, names: tuple) -> tuple:
     """The values of `names` in `scope` (a loop iteration's locals), None where unassigned:
     names a loop body assigns on some paths only."""
     return tuple(scope.get(n) for n in names)
+
+
+def finalize(bar: Any, primal: Any) -> Any:
+    """The gradient of one array argument: zeros where nothing flowed."""
+    if isinstance(primal, (dict, list, tuple)):
+        raise TranspileError("derivatives of derivatives (grad of grad) with pytree "
+                             "arguments are not supported yet", user_location(),
+                             "differentiate with respect to array arguments")
+    from transpiler import numpy as jnp
+    if bar is None:
+        return jnp.zeros_like(primal)
+    return bar
+
+
+def or_zeros(bar: Any, primal: Any) -> Any:
+    """`bar`, or zeros shaped like `primal` (containers too) when nothing flowed."""
+    if bar is not None:
+        return bar
+    if not isinstance(primal, (dict, list, tuple)) and not _differentiable(primal):
+        return None  # ints, strings, shapes: nothing flows into them
+    if isinstance(primal, dict):
+        parts = {k: or_zeros(None, v) for k, v in primal.items()}
+        return None if all(p is None for p in parts.values()) else parts
+    if isinstance(primal, (list, tuple)):
+        items = [or_zeros(None, v) for v in primal]
+        return None if all(p is None for p in items) else type(primal)(items)
+    from transpiler import numpy as jnp
+    return jnp.zeros_like(primal)

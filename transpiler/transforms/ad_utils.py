@@ -1,0 +1,211 @@
+"""Helpers of the reverse-mode transform: what a statement list assigns and reads, the
+generated function's parameters, and the template substitution the adjoint rules share."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, cast
+
+import libcst as cst
+
+from transpiler.errors import TranspileError
+from transpiler.primitives.core import Primitive
+from transpiler.transforms import classify as cl
+from transpiler.transforms.rename import assigned_names
+
+_MODULE_ALIASES = ("jnp", "lax", "np", "ad")
+TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                              whitespace_after=cst.SimpleWhitespace(""))
+
+
+# --- statements: what they assign and read ----------------------------------------
+
+def _is_copy(stmt: cst.BaseStatement, carried: dict[str, str]) -> bool:
+    assign = _assign(stmt)
+    return assign is not None and isinstance(assign.value, cst.Name) and \
+        isinstance(assign.targets[0].target, cst.Name) and \
+        assign.targets[0].target.value in carried.values()
+
+
+def _top_assigned(stmts: Any) -> set[str]:
+    """Names assigned by the statements themselves (not inside nested if/for/while)."""
+    names: set[str] = set()
+    for stmt in stmts:
+        assign = _assign(stmt)
+        if assign is not None:
+            for t in assign.targets:
+                names |= set(assigned_names(t.target))
+    return names
+
+
+def _reads(stmts: Any) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        names.update(cl.names_in(stmt))
+    return names
+
+
+def _block(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of an indented block (a function's, loop's or branch's body)."""
+    return list(cast(cst.IndentedBlock, suite).body)
+
+
+def _bar(name: str) -> cst.Name:
+    return cst.Name(f"{name}_bar")
+
+
+def _assign(stmt: cst.BaseStatement) -> Optional[cst.Assign]:
+    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+        return stmt.body[0]
+    return None
+
+
+def _all_assigned(stmts: Any) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        if isinstance(stmt, cst.If):
+            names |= _all_assigned(stmt.body.body)
+            if isinstance(stmt.orelse, cst.Else):
+                names |= _all_assigned(stmt.orelse.body.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            names |= _all_assigned(stmt.body.body)
+            if isinstance(stmt, cst.For):
+                names |= set(assigned_names(stmt.target))
+        else:
+            assign = _assign(stmt)
+            if assign is not None:
+                for t in assign.targets:
+                    names |= set(assigned_names(t.target))
+    return names
+
+
+def _param_names(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    names = [x.name.value for x in [*p.posonly_params, *p.params]]
+    if isinstance(p.star_arg, cst.Param):
+        names.append(p.star_arg.name.value)
+    names += [x.name.value for x in p.kwonly_params]
+    return names
+
+
+def positional_params(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    return [x.name.value for x in [*p.posonly_params, *p.params]]
+
+
+def _with_out_bar(params: cst.Parameters, name: str = "_out_bar") -> cst.Parameters:
+    extra = cst.Param(name=cst.Name(name), default=cst.Name("None"), equal=TIGHT_EQUAL)
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else cst.ParamStar()
+    return params.with_changes(kwonly_params=[*params.kwonly_params, extra], star_arg=star)
+
+
+def _source_line(loc: Any) -> str:
+    import linecache
+    import os
+    text = linecache.getline(loc.file, loc.line).strip()
+    return f"{os.path.basename(loc.file)}:{loc.line}  {text}"
+
+
+def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
+    """Names bound by ``import`` statements inside the function (lazy imports in library
+    code), resolved now so that calls through them can be differentiated."""
+    import importlib
+    found: dict[str, Any] = {}
+    code = cst.Module([]).code_for_node
+
+    class Imports(cst.CSTVisitor):
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return
+            module = importlib.import_module(code(node.module))
+            for alias in node.names:
+                name = code(alias.name)
+                bound = alias.asname.name.value if alias.asname else name  # type: ignore
+                found[bound] = getattr(module, name)
+
+        def visit_Import(self, node: cst.Import) -> None:
+            for alias in node.names:
+                if alias.asname is not None:
+                    found[alias.asname.name.value] = importlib.import_module(  # type: ignore
+                        code(alias.name))
+
+    func.visit(Imports())
+    return found
+
+
+def _deferred_error(err: TranspileError) -> cst.BaseStatement:
+    """A statement that raises `err` when the backward pass reaches it. Library composites
+    have branches that never run for arrays (list inputs, say); only a path that runs may
+    fail."""
+    loc = err.loc
+    where = f"{loc.file!r}, {loc.line}, {loc.col}" if loc is not None else "None, 0, 0"
+    return cst.parse_statement(f"ad.fail({err.message!r}, {err.hint!r}, {where})")
+
+
+# --- shared by the adjoint rules ------------------------------------------------------
+
+def _active_name(gen: Any, node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name) and node.value in gen.active:
+        return node.value
+    return None
+
+
+def _jnp(name: str) -> Any:
+    from transpiler import numpy as jnp
+    return getattr(jnp, name)
+
+
+def _targets(line: cst.BaseStatement) -> list[str]:
+    if isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Assign):
+        return [n for t in line.body[0].targets for n in assigned_names(t.target)]
+    return []
+
+
+class _Substitute(cst.CSTTransformer):
+    def __init__(self, values: dict[str, cst.BaseExpression], names: dict[str, str]) -> None:
+        self.values, self.names = values, names
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if original.value in self.names:
+            return updated.with_changes(value=self.names[original.value])
+        return self.values.get(original.value, updated)
+
+
+def _substitute(gen: Any, line: cst.BaseStatement, mapping: dict, names: dict, params: dict,
+                stmt: cst.BaseStatement, prim: Primitive) -> cst.BaseStatement:
+    values = dict(params)
+    values.update(mapping)
+    for alias in _MODULE_ALIASES:
+        if alias in gen.namespace and gen.namespace[alias] is not _module(alias):
+            names.setdefault(alias, f"_{alias}")
+    return line.visit(_Substitute(values, names))  # type: ignore[return-value]
+
+
+def _module(alias: str) -> Any:
+    import numpy as np
+
+    from transpiler import lax
+    from transpiler import numpy as jnp
+    from transpiler.transforms import adjoint_helpers as ad
+    return {"jnp": jnp, "lax": lax, "np": np, "ad": ad}[alias]
+
+
+def index_text(sub: cst.Subscript) -> str:
+    """The index of ``a[...]`` as a Python expression: ``(slice(1, n), 0, None)``."""
+    code = cst.Module([]).code_for_node
+    parts = []
+    for element in sub.slice:
+        s = element.slice
+        if isinstance(s, cst.Slice):
+            parts.append("slice({}, {}, {})".format(
+                *[code(x) if x is not None else "None" for x in (s.lower, s.upper, s.step)]))
+        else:
+            parts.append(code(s.value))  # type: ignore[attr-defined]
+    if len(parts) == 1 and not (len(sub.slice) == 1 and sub.slice[0].comma != cst.MaybeSentinel.DEFAULT):
+        return parts[0]
+    return "(" + ", ".join(parts) + ",)"
