@@ -16,6 +16,7 @@ Pipeline (each stage in its own module):
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib
 from dataclasses import dataclass
@@ -41,6 +42,10 @@ class ParsedFunction:
     namespace: dict[str, Any]      # every free name resolved: closure cells, globals, builtins
     locations: Locations           # node of `func` -> the user's original position
     source_hash: str               # sha256 of the original source text
+
+
+# The builtins canonicalization and ANF may introduce into rewritten code.
+REWRITE_BUILTINS = ("range", "len", "min", "list", "reversed", "enumerate", "zip")
 
 
 def is_library(fn: Callable[..., Any]) -> bool:
@@ -72,9 +77,9 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
     fn = unwrap_transpiler(fn)
     source, namespace = read_function(fn)
     func, locations = _rewrite(source.func, source.filename, source.locations, is_library(fn))
-    # Rewriting may introduce reads of builtins (``range``, ``len``): resolve those too.
-    for name, value in resolve_names(fn, func, locations).items():
-        namespace.setdefault(name, value)
+    # Rewriting introduces reads of a few builtins (``range``, ``len``, ``min``, ``list``).
+    for name in REWRITE_BUILTINS:
+        namespace.setdefault(name, getattr(builtins, name))
     return ParsedFunction(
         name=source.name,
         func=func,

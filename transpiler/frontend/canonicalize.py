@@ -2,6 +2,7 @@
 
 Ordered, single-purpose passes (``CANONICALIZE_PASSES``):
 
+0. ``expand-one-line-bodies`` ``def f(x): return x`` -> an indented body
 1. ``expand-elif``           ``elif c:`` -> ``else:`` + nested ``if c:``
 2. ``expand-aug-assign``     ``x += y`` -> ``x = x + y``
 3. ``lower-for-loops``       ``for x in xs`` / ``enumerate`` / ``zip`` -> ``for _i in range(n)``
@@ -62,6 +63,17 @@ def _assigned_names(node: cst.CSTNode) -> set[str]:
 
 
 # --------------------------------------------------------------------------- expand-elif
+class ExpandOneLineBodies(LocatedTransformer):
+    """``def f(x): return x`` / ``if c: y = 1`` get indented blocks like any other body."""
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite,
+                                   updated_node: cst.SimpleStatementSuite) -> cst.IndentedBlock:
+        line = cst.SimpleStatementLine(body=updated_node.body)
+        if original_node in self.ctx.locations:
+            self.ctx.locate(line, self.ctx.locations[original_node])
+        return cst.IndentedBlock(body=[line])
+
+
 class ExpandElif(LocatedTransformer):
     """``elif c:`` becomes ``else:`` holding ``if c:``, so every ``if`` has one test."""
 
@@ -355,6 +367,7 @@ class RemoveEarlyReturns(LocatedTransformer):
 
 
 CANONICALIZE_PASSES: list[Stage] = [
+    Stage("expand-one-line-bodies", ExpandOneLineBodies),
     Stage("expand-elif", ExpandElif),
     Stage("expand-aug-assign", ExpandAugAssign),
     Stage("lower-for-loops", LowerForLoops),

@@ -18,7 +18,7 @@ from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red_p
 from transpiler.primitives import shape as sp
-from transpiler.primitives.core import REGISTRY, Primitive
+from transpiler.primitives.core import Primitive
 from transpiler.transforms.templates import vjp_template
 
 

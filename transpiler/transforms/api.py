@@ -10,6 +10,7 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
+_PARSED: dict[Callable, Any] = {}
 
 
 def _target(fn: Any) -> Any:
@@ -37,7 +38,9 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     from transpiler.codegen import emit
     from transpiler.frontend import parse_function
     from transpiler.transforms.reverse_ad import ReverseAD
-    parsed = parse_function(fn)
+    parsed = _PARSED.get(fn)
+    if parsed is None:  # one parse per function, whichever arguments are differentiated
+        parsed = _PARSED[fn] = parse_function(fn)
     generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
     namespace = dict(parsed.namespace)
     namespace.update(_aliases(parsed.namespace))
