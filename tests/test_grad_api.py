@@ -83,3 +83,13 @@ def test_unsupported_code_errors_at_the_users_line():
     with pytest.raises(tp.TranspileError) as info:
         tp.grad(uses_unknown)(np.float32(1.0))
     assert info.value.file == __file__
+
+
+def drops_derivative(x):
+    return jnp.sum(x) + float(jnp.sum(x * x))
+
+
+def test_converting_a_differentiated_value_to_python_is_an_error():
+    with pytest.raises(tp.TranspileError, match="drop its derivative") as info:
+        tp.grad(drops_derivative)(np.ones(3, np.float32))
+    assert info.value.file == __file__

@@ -72,6 +72,8 @@ class ReverseAD:
         self.counter = 0
         self.local_names = set(self.params) | _all_assigned(self.func.body.body)
         self.origin: dict[cst.CSTNode, Any] = {}
+        from transpiler.errors import _PACKAGE_DIR
+        self.user_code = not str(parsed.filename).startswith(_PACKAGE_DIR)
         self.last_comment: Optional[str] = None
 
     # --- helpers -------------------------------------------------------------------------
@@ -242,6 +244,11 @@ class ReverseAD:
                 self.active_statements.add(assign)
                 for t in assign.targets:
                     self.active.update(assigned_names(t.target))
+            elif any(n in self.active for n in reads) and self.user_code and _drops(op):
+                raise self.error(stmt, "this converts a differentiated value to a plain Python "
+                                 "or NumPy value, which would silently drop its derivative",
+                                 "use transpiler.numpy (jnp) functions on it, or wrap it in "
+                                 "lax.stop_gradient if the derivative should be zero")
 
     def op_of(self, assign: cst.Assign) -> cl.Op:
         return cl.classify(assign.value, self.namespace, self.local_names)
@@ -362,3 +369,15 @@ class ReverseAD:
 
 
 __all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]
+
+
+def _drops(op: cl.Op) -> bool:
+    """Calls that turn an array into a Python number or a NumPy array (``float(x)``,
+    ``np.asarray(x)``): their result carries no derivative."""
+    if op.kind != "call" or isinstance(op.callee, tuple):
+        return False
+    if op.callee in (float, int, bool, complex):
+        return True
+    module = getattr(op.callee, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.") or \
+        type(op.callee).__name__ == "ufunc"
