@@ -93,3 +93,41 @@ def test_converting_a_differentiated_value_to_python_is_an_error():
     with pytest.raises(tp.TranspileError, match="drop its derivative") as info:
         tp.grad(drops_derivative)(np.ones(3, np.float32))
     assert info.value.file == __file__
+
+
+def test_second_process_reuses_generated_code(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    module = tmp_path / "userprog.py"
+    module.write_text(textwrap.dedent("""
+        import transpiler.numpy as jnp
+        def helper(w, x):
+            return jnp.tanh(x @ w)
+        def loss(w, x):
+            return jnp.sum(helper(w, x) ** 2)
+    """))
+    script = textwrap.dedent("""
+        import sys, numpy as np
+        import transpiler as tp, transpiler.frontend as fe
+        parsed = []
+        original = fe.parse_function
+        fe.parse_function = lambda fn: (parsed.append(fn.__name__), original(fn))[1]
+        import userprog
+        g = tp.grad(userprog.loss)(np.ones((3, 2), np.float32), np.ones((4, 3), np.float32))
+        print(len(parsed), float(np.asarray(g).sum()))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRANSPILER_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([root, str(tmp_path)]))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
+    (first_parses, first), (second_parses, second) = (r.stdout.split() for r in runs)
+    assert int(first_parses) > 0 and int(second_parses) == 0 and first == second
+    module.write_text(module.read_text().replace("** 2", "** 3"))  # a changed source
+    third = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True)
+    assert third.returncode == 0, third.stderr
+    assert int(third.stdout.split()[0]) > 0 and third.stdout.split()[1] != first

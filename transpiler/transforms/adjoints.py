@@ -205,6 +205,7 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
         k += 1
         vjp_name = f"{base}_{k}"
     gen.extra[vjp_name] = vjp_fn
+    gen.callees[vjp_name] = (fn, frozenset(active))
     temp = gen.tmp()
     call = cst.Call(func=cst.Name(vjp_name), args=[
         *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args],

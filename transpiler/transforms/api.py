@@ -35,6 +35,12 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
+    from transpiler.codegen import disk_cache
+    disk_key = disk_cache.key(fn, active, has_aux)
+    loaded = _load_cached(fn, disk_key) if disk_key else None
+    if loaded is not None:
+        _GENERATED[key] = loaded
+        return loaded
     from transpiler.codegen import emit
     from transpiler.frontend import parse_function
     from transpiler.transforms.reverse_ad import ReverseAD
@@ -52,7 +58,50 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result
+    if disk_key:
+        _store_cached(disk_key, fn, parsed, generated, function)
     return result
+
+
+def _store_cached(disk_key: str, fn: Callable, parsed: Any, generated: Any,
+                  function: Callable) -> None:
+    """Record generated code for the next process (skipped if a callee can't be imported)."""
+    from transpiler.codegen import disk_cache
+    callees = {}
+    for name, (callee, active) in generated.callees.items():
+        path = disk_cache.import_path(_target(callee))
+        if path is None:
+            return
+        callees[name] = {"module": path[0], "qualname": path[1], "active": sorted(active)}
+    disk_cache.write(disk_key, {
+        "name": generated.func.name.value, "source": function.source,  # type: ignore
+        "out_bar": generated.out_bar, "names": sorted(parsed.namespace),
+        "callees": callees, "module": getattr(fn, "__module__", None),
+        "source_map": disk_cache.encode_map(getattr(function, "source_map", {}))})
+
+
+def _load_cached(fn: Callable, disk_key: str) -> Optional[tuple[str, Callable]]:
+    from transpiler.codegen import disk_cache, load_source
+    record = disk_cache.read(disk_key)
+    if record is None:
+        return None
+    namespace: dict[str, Any] = {}
+    for name in record["names"]:
+        value = disk_cache.lookup(fn, name)
+        if value is disk_cache._MISSING:
+            return None
+        namespace[name] = value
+    namespace.update(_aliases(namespace))
+    for name, entry in record["callees"].items():
+        callee = disk_cache.resolve_path(entry["module"], entry["qualname"])
+        if callee is None:
+            return None
+        namespace[name] = vjp_function(callee, frozenset(entry["active"]), False)[1]
+    function = load_source(record["source"], record["name"], namespace,
+                           disk_cache.decode_map(record["source_map"]),
+                           record["module"] or "__transpiler_generated__")
+    function.cotangent_param = record["out_bar"]  # type: ignore[attr-defined]
+    return record["name"], function
 
 
 def _aliases(namespace: dict[str, Any]) -> dict[str, Any]:

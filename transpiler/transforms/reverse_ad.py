@@ -47,6 +47,7 @@ class Generated:
     namespace: dict[str, Any]
     origin: dict[cst.CSTNode, Any] = field(default_factory=dict)  # stmt -> SourceLocation
     out_bar: str = "_out_bar"  # the keyword-only cotangent parameter
+    callees: dict[str, tuple[Any, frozenset]] = field(default_factory=dict)  # extra -> (fn, active)
 
 
 class ReverseAD:
@@ -68,6 +69,7 @@ class ReverseAD:
         self.out_bar = next(n for n in (f"_out_bar{k or ''}" for k in range(100))
                             if n not in self.params)
         self.active_params = active_params
+        self.callees: dict[str, tuple[Any, frozenset]] = {}
         self.extra: dict[str, Any] = {}
         self.counter = 0
         self.local_names = set(self.params) | _all_assigned(self.func.body.body)
@@ -141,7 +143,7 @@ class ReverseAD:
             body=self.func.body.with_changes(body=[*forward, *backward, result]),
             decorators=[])
         origin = {new: self.location(new) for new in self.ssa.origin}
-        return Generated(func, self.extra, origin, self.out_bar)
+        return Generated(func, self.extra, origin, self.out_bar, self.callees)
 
     def bar_text(self, name: str) -> str:
         return self.bar(name) if name in self.has_bar and name in self.active else "None"

@@ -1,0 +1,132 @@
+"""On-disk cache of generated derivative code, so a second process does not re-run libcst.
+
+An entry is keyed by the function's code object (``marshal``: its bytecode, constants and
+names, nested code included), the transform's parameters, and a description of every name
+the code refers to (modules by name, functions by module, qualname and code hash,
+primitives by name, other values by type). Anything that would change the generated code
+changes the key; values (constants, arrays) are looked up afresh when an entry is loaded.
+Callees' generated functions are recorded by import path and loaded through their own
+entries; a function whose callees cannot be imported (closures, lambdas) is not cached.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import json
+import marshal
+import types
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from transpiler.compiler import write_atomic
+from transpiler.config import config
+from transpiler.errors import SourceLocation
+
+FORMAT = "1"
+_MISSING = object()
+
+
+def _referenced_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _referenced_names(const)
+    return names
+
+
+def lookup(fn: Callable, name: str) -> Any:
+    """A free name of `fn` as the function sees it: closure cell, global, builtin."""
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None) or ()
+    if code is not None and name in code.co_freevars:
+        try:
+            return closure[code.co_freevars.index(name)].cell_contents
+        except ValueError:  # empty cell
+            return _MISSING
+    found = getattr(fn, "__globals__", {}).get(name, _MISSING)
+    if found is _MISSING:
+        found = getattr(builtins, name, _MISSING)
+    return found
+
+
+def describe(value: Any) -> str:
+    """What the transforms see in a name: its kind and identity, not its data."""
+    from transpiler.primitives.core import Primitive
+    if isinstance(value, types.ModuleType):
+        return "module:" + value.__name__
+    if isinstance(value, Primitive):
+        return "primitive:" + value.name
+    if isinstance(value, types.FunctionType):
+        digest = hashlib.sha256(marshal.dumps(value.__code__)).hexdigest()[:16]
+        return f"function:{value.__module__}.{value.__qualname__}:{digest}"
+    if isinstance(value, type):
+        return f"type:{value.__module__}.{value.__qualname__}"
+    inner = getattr(value, "_fun", None) or getattr(value, "_original", None)
+    if inner is not None:
+        return f"wrapper:{type(value).__qualname__}({describe(inner)})"
+    if callable(value):
+        return f"callable:{type(value).__module__}.{type(value).__qualname__}:" \
+               f"{getattr(value, '__qualname__', '')}"
+    return "value:" + type(value).__qualname__
+
+
+def key(fn: Callable, active: frozenset, has_aux: bool) -> Optional[str]:
+    code = getattr(fn, "__code__", None)
+    if code is None or not config.disk_cache:
+        return None
+    from transpiler import __version__
+    h = hashlib.sha256(marshal.dumps(code))
+    h.update(f"{FORMAT}|{__version__}|{sorted(active)}|{has_aux}|{code.co_filename}".encode())
+    for name in sorted(_referenced_names(code)):
+        value = lookup(fn, name)
+        if value is not _MISSING:
+            h.update(f"|{name}={describe(value)}".encode())
+    return h.hexdigest()
+
+
+def import_path(obj: Any) -> Optional[tuple[str, str]]:
+    """(module, qualname) that imports back to `obj` itself, or None."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return None
+    return (module, qualname) if resolve_path(module, qualname) is obj else None
+
+
+def resolve_path(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except (ImportError, AttributeError):
+        return None
+
+
+def _path(entry_key: str) -> Path:
+    return Path(config.cache_dir) / "ad" / entry_key[:2] / f"{entry_key}.json"
+
+
+def read(entry_key: str) -> Optional[dict]:
+    try:
+        record = json.loads(_path(entry_key).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+
+
+def write(entry_key: str, record: dict) -> None:
+    record = dict(record, format=FORMAT)
+    try:
+        write_atomic(_path(entry_key), json.dumps(record).encode())
+    except OSError:
+        pass  # a read-only cache only costs the next process a transform
+
+
+def encode_map(source_map: dict[int, SourceLocation]) -> dict[str, list]:
+    return {str(k): [v.file, v.line, v.col] for k, v in source_map.items()}
+
+
+def decode_map(data: dict[str, list]) -> dict[int, SourceLocation]:
+    return {int(k): SourceLocation(v[0], v[1], v[2]) for k, v in data.items()}
