@@ -290,6 +290,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
     out, aux = (result[0], result[1]) if has_aux else (result, None)
 
     def vjp_fn(cotangent: Any) -> tuple:
+        _check_cotangent(cotangent, out, getattr(fun, "__name__", "function"))
         _, bars = generated(*primals, **{_cotangent(generated): cotangent})
         return tuple(_finalize(b, p) for b, p in zip(bars, primals))
 
@@ -298,3 +299,18 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
 def _cotangent(generated: Callable) -> str:
     return getattr(generated, "cotangent_param", "_out_bar")
+
+
+def _check_cotangent(cotangent: Any, out: Any, fname: str) -> None:
+    """JAX's rule: the cotangent has the output's structure, shapes and dtypes."""
+    from transpiler.primitives.core import abstractify
+    ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    if ct_tree != out_tree:
+        raise TypeError(f"vjp({fname}): the cotangent must have the output's structure "
+                        f"{out_tree}, got {ct_tree}")
+    for i, (c, o) in enumerate(zip(ct_leaves, out_leaves)):
+        ca, oa = abstractify(c, i, "vjp"), abstractify(o, i, "vjp")
+        if ca.shape != oa.shape:
+            raise ValueError(f"vjp({fname}): cotangent {i} has shape {list(ca.shape)}, but the "
+                             f"output has shape {list(oa.shape)}; they must match")

@@ -69,6 +69,7 @@ class ReverseAD:
         self.out_bar = next(n for n in (f"_out_bar{k or ''}" for k in range(100))
                             if n not in self.params)
         self.active_params = active_params
+        self.backward_origin: dict[cst.CSTNode, Any] = {}
         self.callees: dict[str, tuple[Any, frozenset]] = {}
         self.extra: dict[str, Any] = {}
         self.counter = 0
@@ -143,6 +144,7 @@ class ReverseAD:
             body=self.func.body.with_changes(body=[*forward, *backward, result]),
             decorators=[])
         origin = {new: self.location(new) for new in self.ssa.origin}
+        origin.update(self.backward_origin)
         return Generated(func, self.extra, origin, self.out_bar, self.callees)
 
     def bar_text(self, name: str) -> str:
@@ -309,6 +311,8 @@ class ReverseAD:
                     self.last_comment = comment
                     lines[0] = lines[0].with_changes(leading_lines=[cst.EmptyLine(
                         comment=cst.Comment(comment))])
+                for line in lines:  # errors in an adjoint point at the user's statement
+                    self.backward_origin[line] = loc
                 out.extend(lines)
         return out
 
