@@ -367,11 +367,12 @@ class RemoveEarlyReturns(LocatedTransformer):
 
 
 CANONICALIZE_PASSES: list[Stage] = [
-    Stage("expand-one-line-bodies", ExpandOneLineBodies),
-    Stage("expand-elif", ExpandElif),
-    Stage("expand-aug-assign", ExpandAugAssign),
-    Stage("lower-for-loops", LowerForLoops),
-    Stage("remove-break-continue", RemoveBreakContinue),
+    Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
+    Stage("expand-elif", ExpandElif, triggers=(cst.If,)),
+    Stage("expand-aug-assign", ExpandAugAssign, triggers=(cst.AugAssign,)),
+    Stage("lower-for-loops", LowerForLoops, triggers=(cst.For,)),
+    Stage("remove-break-continue", RemoveBreakContinue,
+          triggers=(cst.Break, cst.Continue, cst.Else)),  # loop `else` too
     Stage("remove-early-returns", RemoveEarlyReturns),
 ]
 

@@ -120,6 +120,9 @@ class Stage:
     name: str
     transformer: type[LocatedTransformer]
     doc: str = field(default="", compare=False)
+    # The node types the pass rewrites: it is skipped for functions that have none of them
+    # (each pass is a full libcst traversal; most functions need few of them).
+    triggers: tuple[type, ...] = field(default=(), compare=False)
 
 
 def function_code(func: cst.FunctionDef) -> str:
@@ -196,7 +199,12 @@ def run_stages(
         names=NameGenerator.for_function(func),
         function_location=locations.get(func),
     )
+    present = _node_types(func) if any(stage.triggers for stage in stages) else set()
     for stage in stages:
+        if stage.triggers and not present.intersection(stage.triggers):
+            if dump is not None:  # nothing to rewrite: the code is unchanged
+                dump(stage.name, function_code(func))
+            continue
         result = func.visit(stage.transformer(ctx))
         assert isinstance(result, cst.FunctionDef), f"stage {stage.name} did not return a function"
         if func in ctx.locations:
@@ -244,3 +252,16 @@ def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, _ATOMIC) or expr.lpar:
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _node_types(func: cst.FunctionDef) -> set[type]:
+    """The libcst node types that occur in `func` (one traversal)."""
+    found: set[type] = set()
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.add(type(node))
+            return True
+
+    func.visit(Collect())
+    return found
