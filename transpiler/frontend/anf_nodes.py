@@ -1,0 +1,66 @@
+"""Building blocks of the ANF pass: what counts as a constant or an atom, and small
+statement constructors."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import parse_template_statement
+
+Statements = list[cst.BaseStatement]
+Linearized = tuple[Statements, cst.BaseExpression]
+
+_NUMBER = m.Integer() | m.Float() | m.Imaginary()
+_CONSTANT = (_NUMBER | m.SimpleString() | m.ConcatenatedString()
+             | m.Name("True") | m.Name("False") | m.Name("None")
+             | m.UnaryOperation(operator=m.Minus() | m.Plus(), expression=_NUMBER))
+# Expressions that need control flow of their own (short-circuit evaluation).
+_BRANCHING = m.IfExp() | m.BooleanOperation() | m.Comparison(comparisons=[m.DoNotCare(), m.AtLeastN(n=1)])
+
+
+def _is_constant(expr: cst.BaseExpression) -> bool:
+    return m.matches(expr, _CONSTANT)
+
+
+def _is_variable(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and not _is_constant(expr)
+
+
+def _bare(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without redundant parentheses (a tuple keeps or gets its own)."""
+    if isinstance(expr, (cst.Tuple, cst.GeneratorExp)):
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr.with_changes(lpar=[], rpar=[]) if expr.lpar else expr
+
+
+def _assign(target: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Assign(
+        targets=[cst.AssignTarget(target=cst.Name(target))], value=_bare(value))])
+
+
+def _if(test: cst.Name, body: Statements, orelse: Statements | None = None) -> cst.If:
+    template = "if {test}:\n    pass\nelse:\n    pass\n" if orelse else "if {test}:\n    pass\n"
+    node = parse_template_statement(template, test=test)
+    assert isinstance(node, cst.If)
+    node = node.with_changes(body=node.body.with_changes(body=body))
+    if orelse:
+        assert node.orelse is not None
+        node = node.with_changes(orelse=node.orelse.with_changes(
+            body=node.orelse.body.with_changes(body=orelse)))
+    return node
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """``a`` for a dotted chain of names ``a.b.c``, else None."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _local_names(func: cst.FunctionDef) -> set[str]:
+    """Parameters and every name the function binds."""
+    names = {p.name.value for p in m.findall(func.params, m.Param()) if isinstance(p, cst.Param)}
+    for node in m.findall(func.body, m.AssignTarget() | m.For() | m.AnnAssign()):
+        target = node.target  # type: ignore[attr-defined]
+        names.update(n.value for n in m.findall(target, m.Name()) if isinstance(n, cst.Name))
+    return names
