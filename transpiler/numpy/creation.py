@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any, Optional
 
 import numpy as np
@@ -98,17 +99,12 @@ def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (builtins.int, np.integer)):
         shape = (shape,)
     try:
-        out = tuple(builtins.int(operator_index(d)) for d in shape)
+        out = tuple(builtins.int(operator.index(d)) for d in shape)
     except TypeError:
         raise TypeError(f"shape must be a tuple of integers, got {shape!r}") from None
     if any(d < 0 for d in out):
         raise ValueError(f"negative dimensions are not allowed: {out}")
     return out
-
-
-def operator_index(d: Any) -> int:
-    import operator
-    return operator.index(d)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:

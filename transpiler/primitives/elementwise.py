@@ -56,8 +56,12 @@ def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float
         return ShapedArray(x.shape, dtype, weak)
 
     def impl(x: np.ndarray) -> np.ndarray:
-        operand_dtype = dtypes.bool_ if kind == "bool" else \
-            abstract_eval(ShapedArray(x.shape, x.dtype)).dtype if kind != "test" else x.dtype
+        if kind == "bool":
+            operand_dtype = dtypes.bool_
+        elif kind == "test":
+            operand_dtype = x.dtype
+        else:
+            operand_dtype = abstract_eval(ShapedArray(x.shape, x.dtype)).dtype
         return _eager(np_fn, [x], operand_dtype)
 
     def default_lower(ctx: LoweringContext, x: Any) -> Any:

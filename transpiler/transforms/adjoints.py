@@ -185,7 +185,6 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
             a.keyword.value: -1 - i for i, a in enumerate(args) if a.keyword is not None})
     except (TypeError, ValueError) as err:
         raise gen.error(stmt, f"cannot match this call to {getattr(fn, '__name__', fn)}: {err}")
-    names = list(signature.parameters)
     active: set[str] = set()
     for pname, slot in bound.arguments.items():
         slots = slot if isinstance(slot, tuple) else (slot,)
@@ -238,7 +237,6 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
                             f"`{a.keyword.value}` is not supported yet")
         index = positional_names.index(a.keyword.value)
         out += gen.accumulate(name, parse_template_expression(f"{bars}[{index}]"))
-    del names
     return out
 
 

@@ -172,8 +172,7 @@ def _leaves_like(bar: Any, primal: Any, n: int) -> list[Any]:
         return [x for k in sorted(primal) for x in _leaves_like(
             bar.get(k) if isinstance(bar, dict) else None, primal[k],
             len(tree_util.tree_leaves(primal[k])))]
-    if isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields") or \
-            (isinstance(primal, tuple) and hasattr(primal, "_fields")):
+    if isinstance(primal, (tuple, list)):  # namedtuples included
         return [x for b, p in zip(bar, primal)
                 for x in _leaves_like(b, p, len(tree_util.tree_leaves(p)))]
     return [bar]
