@@ -27,6 +27,7 @@ import libcst as cst
 from transpiler.errors import SourceLocation, TranspileError
 from transpiler.frontend.fence import fence
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
+from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import resolve_names
 
 Locations = dict[cst.CSTNode, SourceLocation]
@@ -92,12 +93,13 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
 
 def _rewrite(func: cst.FunctionDef, filename: str, locations: Locations,
              library: bool = False) -> tuple[cst.FunctionDef, Locations]:
-    """Stages ``canonicalize`` and ``anf`` (imported lazily: built in their own modules)."""
+    """Stages ``canonicalize`` and ``anf``, run as one pipeline (one scan of the function,
+    one pruning of its source map)."""
     canonicalize = _stage_module("canonicalize")
-    func, locations = canonicalize.canonicalize_function(func, filename, locations)
     anf = _stage_module("anf")
-    func, locations = anf.to_anf(func, filename, locations, opaque=library)
-    return func, locations
+    stages = [*canonicalize.CANONICALIZE_PASSES,
+              *(anf.ANF_PASSES_OPAQUE if library else anf.ANF_PASSES)]
+    return run_stages(func, filename, locations, stages)
 
 
 def _stage_module(name: str) -> Any:

@@ -351,8 +351,10 @@ class ToAnfOpaque(ToAnf):
     opaque = True
 
 
+ANF_PASSES_OPAQUE: list[Stage] = [Stage("to-anf", ToAnfOpaque)]
+
+
 def to_anf(func: cst.FunctionDef, filename: str, locations: Locations,
            opaque: bool = False) -> tuple[cst.FunctionDef, Locations]:
     """Put a canonicalized function in A-normal form; returns it and its source map."""
-    stages = [Stage("to-anf", ToAnfOpaque)] if opaque else ANF_PASSES
-    return run_stages(func, filename, locations, stages)
+    return run_stages(func, filename, locations, ANF_PASSES_OPAQUE if opaque else ANF_PASSES)

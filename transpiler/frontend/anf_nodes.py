@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.helpers import parse_template_statement
+from transpiler.frontend.cst_templates import parse_template_statement
 
 Statements = list[cst.BaseStatement]
 Linearized = tuple[Statements, cst.BaseExpression]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.helpers import parse_template_expression, parse_template_statement
+from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
 from transpiler.frontend.passes import (
     LocatedTransformer,
@@ -373,8 +373,16 @@ CANONICALIZE_PASSES: list[Stage] = [
     Stage("lower-for-loops", LowerForLoops, triggers=(cst.For,)),
     Stage("remove-break-continue", RemoveBreakContinue,
           triggers=(cst.Break, cst.Continue, cst.Else)),  # loop `else` too
-    Stage("remove-early-returns", RemoveEarlyReturns),
+    Stage("remove-early-returns", RemoveEarlyReturns, needed=lambda func, counts: not (
+        counts[cst.Return] == 1 and counts[cst.FunctionDef] == 1 and _ends_in_return(func))),
 ]
+
+
+def _ends_in_return(func: cst.FunctionDef) -> bool:
+    """Whether the last statement of `func`'s (indented) body is a lone ``return``."""
+    body = func.body.body
+    return (isinstance(func.body, cst.IndentedBlock) and bool(body)
+            and m.matches(body[-1], m.SimpleStatementLine(body=[m.Return()])))
 
 
 def canonicalize_function(

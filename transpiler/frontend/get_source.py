@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterator, Union
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from transpiler.codegen.lines import node_ranges
 from transpiler.errors import SourceLocation, TranspileError
 
 NO_SOURCE_HINT = ("Transform a function written in Python, or give this operation a "
@@ -61,49 +61,18 @@ class PositionMap:
     line_offset: int
     first_col_offset: int = 0
 
-    def location(self, code_range: Any) -> SourceLocation:
-        start, end = code_range.start, code_range.end
-        col = start.column + (self.first_col_offset if start.line == 1 else 0)
-        end_col = None
-        if end.line == start.line:
-            end_col = end.column + (self.first_col_offset if end.line == 1 else 0)
-        return SourceLocation(self.filename, start.line + self.line_offset, col, end_col)
+    def location(self, start: tuple[int, int], end: tuple[int, int]) -> SourceLocation:
+        (line, col), (end_line, end_col) = start, end
+        col += self.first_col_offset if line == 1 else 0
+        last_col = None
+        if end_line == line:
+            last_col = end_col + (self.first_col_offset if end_line == 1 else 0)
+        return SourceLocation(self.filename, line + self.line_offset, col, last_col)
 
-
-class LocateNodes(cst.CSTVisitor):
-    """Records every node's position in the user's file (side data keyed by node)."""
-
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, positions: PositionMap) -> None:
-        super().__init__()
-        self.positions = positions
-        self.locations: dict[cst.CSTNode, SourceLocation] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        code_range = self.get_metadata(PositionProvider, node, None)
-        if code_range is not None:
-            self.locations[node] = self.positions.location(code_range)
-        return True
-
-
-class CollectNodes(cst.CSTVisitor):
-    """The set of all nodes under a node."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.nodes: set[cst.CSTNode] = set()
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.nodes.add(node)
-        return True
-
-
-def nodes_of(node: cst.CSTNode) -> set[cst.CSTNode]:
-    """`node` and every node below it."""
-    collect = CollectNodes()
-    node.visit(collect)
-    return collect.nodes
+    def locate_all(self, module: cst.Module) -> dict[cst.CSTNode, SourceLocation]:
+        """Every node of `module` -> its position in the user's file."""
+        return {node: self.location(start, end)
+                for node, (start, end) in node_ranges(module).items()}
 
 
 # --- entry point ---------------------------------------------------------------------------
@@ -210,16 +179,14 @@ def _def_source(code: types.CodeType, lines: list[str], tree: ast.Module) -> Fun
     # An indented snippet parses inside ``if True:``, which keeps every column unchanged.
     text = raw if indent == 0 else "if True:\n" + raw
     line_offset = first_line - 1 - (0 if indent == 0 else 1)
-    wrapper = MetadataWrapper(_parse_snippet(text, code))
-    locate = LocateNodes(PositionMap(code.co_filename, line_offset))
-    wrapper.visit(locate)
-    module = wrapper.module
+    module = _parse_snippet(text, code)
+    locations = PositionMap(code.co_filename, line_offset).locate_all(module)
     func = module.body[0] if indent == 0 else _only_def_in_if(module)
     if not m.matches(func, m.FunctionDef(name=m.Name(code.co_name))):
         raise _source_changed(code)
     assert isinstance(func, cst.FunctionDef)
-    inside = nodes_of(func)
-    locations = {node: loc for node, loc in locate.locations.items() if node in inside}
+    # The snippet holds nothing but `func` (and the ``if True:`` around an indented one):
+    # the few wrapper nodes located with it are harmless extra keys.
     source = FunctionSource(code.co_name, func, module.code_for_node(func), code.co_filename,
                             first_line, indent, locations)
     return strip_decorators(source)
@@ -263,17 +230,15 @@ def _lambda_source(code: types.CodeType, lines: list[str], tree: ast.Module) -> 
     raw = _cut(lines, node.lineno, node.col_offset, node.end_lineno or node.lineno,
                node.end_col_offset or 0)
     # "(" keeps a multi-line lambda parseable; it shifts the first line by one column.
-    wrapper = MetadataWrapper(_parse_snippet(f"({raw})\n", code))
-    locate = LocateNodes(PositionMap(code.co_filename, node.lineno - 1, start_col - 1))
-    wrapper.visit(locate)
-    lam = m.findall(wrapper.module, m.Lambda())[0]
+    module = _parse_snippet(f"({raw})\n", code)
+    locations = PositionMap(code.co_filename, node.lineno - 1, start_col - 1).locate_all(module)
+    lam = m.findall(module, m.Lambda())[0]
     assert isinstance(lam, cst.Lambda)
     func = _lambda_to_def(lam, name)
     here = SourceLocation(code.co_filename, node.lineno, start_col,
                           _char_col(lines[node.lineno - 1], node.end_col_offset or 0)
                           if node.end_lineno == node.lineno else None)
-    inside = nodes_of(func)
-    locations = {node: loc for node, loc in locate.locations.items() if node in inside}
+    # `locations` also holds the ``(...)`` around the lambda: harmless keys.
     for new in _new_nodes(func, lam):
         locations[new] = here
     return FunctionSource(name, func, raw, code.co_filename, node.lineno, start_col, locations)

@@ -15,6 +15,7 @@ own location is the last resort.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -123,6 +124,14 @@ class Stage:
     # The node types the pass rewrites: it is skipped for functions that have none of them
     # (each pass is a full libcst traversal; most functions need few of them).
     triggers: tuple[type, ...] = field(default=(), compare=False)
+    # Or a finer test: ``needed(func, counts)`` with the count of each node type in `func`.
+    needed: Callable[[cst.FunctionDef, Counter[type]], bool] | None = field(
+        default=None, compare=False)
+
+    def applies(self, func: cst.FunctionDef, counts: Counter[type]) -> bool:
+        if self.triggers and not any(counts[t] for t in self.triggers):
+            return False
+        return self.needed is None or self.needed(func, counts)
 
 
 def function_code(func: cst.FunctionDef) -> str:
@@ -148,9 +157,11 @@ def iter_statements(func: cst.FunctionDef) -> list[StatementNode]:
     return found
 
 
-def fill_locations(func: cst.FunctionDef, ctx: PassContext) -> None:
-    """Give every unlocated statement the location of its enclosing statement."""
+def fill_locations(func: cst.FunctionDef, ctx: PassContext, prune: bool = False) -> None:
+    """Give every unlocated statement the location of its enclosing statement; with
+    `prune`, also drop the entries of nodes no longer in `func` (one traversal for both)."""
     locations = ctx.locations
+    kept: Locations = {}
 
     class _Fill(cst.CSTVisitor):
         def __init__(self) -> None:
@@ -162,6 +173,8 @@ def fill_locations(func: cst.FunctionDef, ctx: PassContext) -> None:
                 if node not in locations and self.stack[-1] is not None:
                     locations[node] = self.stack[-1]  # type: ignore[assignment]
                 self.stack.append(locations.get(node, self.stack[-1]))
+            if prune and node in locations:
+                kept[node] = locations[node]
             return True
 
         def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -169,20 +182,8 @@ def fill_locations(func: cst.FunctionDef, ctx: PassContext) -> None:
                 self.stack.pop()
 
     func.visit(_Fill())
-
-
-def prune_locations(func: cst.FunctionDef, locations: Locations) -> Locations:
-    """The entries of ``locations`` for nodes of ``func`` only (drops replaced nodes)."""
-    kept: Locations = {}
-
-    class _Keep(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node in locations:
-                kept[node] = locations[node]
-            return True
-
-    func.visit(_Keep())
-    return kept
+    if prune:
+        ctx.locations = kept
 
 
 def run_stages(
@@ -193,15 +194,18 @@ def run_stages(
     dump: Callable[[str, str], None] | None = None,
 ) -> tuple[cst.FunctionDef, Locations]:
     """Apply ``stages`` in order; ``dump(stage_name, code)`` sees the code after each one."""
+    counts, names = _scan(func)
     ctx = PassContext(
         filename=filename,
         locations=dict(locations),
-        names=NameGenerator.for_function(func),
+        names=NameGenerator(names),
         function_location=locations.get(func),
     )
-    present = _node_types(func) if any(stage.triggers for stage in stages) else set()
+    # Node counts are taken once, before the first stage: a stage's `applies` test reads
+    # what the user wrote (each stage keeps the node types the later ones look for).
+    todo = [stage for stage in stages if stage.applies(func, counts)]
     for stage in stages:
-        if stage.triggers and not present.intersection(stage.triggers):
+        if stage not in todo:
             if dump is not None:  # nothing to rewrite: the code is unchanged
                 dump(stage.name, function_code(func))
             continue
@@ -210,10 +214,13 @@ def run_stages(
         if func in ctx.locations:
             ctx.locate(result, ctx.locations[func])
         func = result
-        fill_locations(func, ctx)
+        last = stage is todo[-1]
+        fill_locations(func, ctx, prune=last)
         if dump is not None:
             dump(stage.name, function_code(func))
-    return func, prune_locations(func, ctx.locations)
+    if not todo:
+        fill_locations(func, ctx, prune=True)
+    return func, ctx.locations
 
 
 def dump_stages(
@@ -254,14 +261,18 @@ def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _node_types(func: cst.FunctionDef) -> set[type]:
-    """The libcst node types that occur in `func` (one traversal)."""
-    found: set[type] = set()
+def _scan(func: cst.FunctionDef) -> tuple[Counter[type], set[str]]:
+    """How many nodes of each libcst type `func` holds, and every name it uses (one
+    traversal: the stages' `applies` tests and the fresh-name generator share it)."""
+    counts: Counter[type] = Counter()
+    names: set[str] = set()
 
-    class Collect(cst.CSTVisitor):
+    class Scan(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
-            found.add(type(node))
+            counts[type(node)] += 1
+            if type(node) is cst.Name:
+                names.add(node.value)  # type: ignore[attr-defined]
             return True
 
-    func.visit(Collect())
-    return found
+    func.visit(Scan())
+    return counts, names

@@ -10,14 +10,13 @@ whatever names the user's module gives them (``import transpiler.numpy as tnp``)
 from __future__ import annotations
 
 import builtins
+import symtable
 from typing import Any, Callable, Optional
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, Scope, ScopeProvider
 
 from transpiler.errors import SourceLocation, TranspileError
-from transpiler.frontend.get_source import nodes_of
 
 _MISSING = object()
 
@@ -28,22 +27,32 @@ def free_names(func: cst.FunctionDef) -> dict[str, cst.CSTNode]:
     Names in parameter defaults and annotations count too (they are read where the
     function is defined). Names read only inside string annotations are ignored.
     """
-    wrapper = MetadataWrapper(cst.Module(body=[func]), unsafe_skip_copy=True)
-    scopes = wrapper.resolve(ScopeProvider)
-    inside = nodes_of(func)
-    inner_scopes = {scope for node, scope in scopes.items()
-                    if scope is not None and node in inside and node is not func}
-    # The scope of the function body itself is the one whose `node` is `func`.
-    inner_scopes = {s for s in inner_scopes if _within(s, func)}
+    names = _free_names(cst.Module(body=[func]).code, func.name.value)
     found: dict[str, cst.CSTNode] = {}
-    for scope in {s for s in scopes.values() if s is not None}:
-        for access in scope.accesses:
-            name = _access_name(access.node)
-            if name is None or access.node not in inside or name in found:
-                continue
-            if not _bound_inside(name, access.scope, inner_scopes):
-                found[name] = access.node
+    for node in m.findall(func, m.Name()):
+        assert isinstance(node, cst.Name)
+        if node.value in names:
+            found.setdefault(node.value, node)
     return dict(sorted(found.items()))
+
+
+def _free_names(text: str, name: str) -> set[str]:
+    """The free names of the function ``name`` defined by `text` (Python's own symbol
+    tables, in C: a scope analysis over the CST would cost ~30 ms per function).
+
+    `text` holds the function alone at the top level, so every name it reads from an
+    enclosing scope -- closure cells, globals, builtins -- is a global of the snippet.
+    """
+    top = symtable.symtable(text, "<function>", "exec")
+    found = {s.get_name() for s in top.get_symbols()
+             if s.is_referenced() and s.get_name() != name}  # defaults, annotations
+    stack = list(top.get_children())
+    while stack:
+        table = stack.pop()
+        found.update(s.get_name() for s in table.get_symbols()
+                     if s.is_global() and s.is_referenced())
+        stack.extend(table.get_children())
+    return found
 
 
 def resolve_names(fn: Callable[..., Any], func: cst.FunctionDef,
@@ -93,35 +102,3 @@ def lookup(fn: Callable[..., Any], name: str, loc: Optional[SourceLocation] = No
 def is_missing(value: Any) -> bool:
     """Whether `lookup` found nothing."""
     return value is _MISSING
-
-
-def _access_name(node: cst.CSTNode) -> Optional[str]:
-    """The variable read by an access: a Name, or the leftmost Name of a dotted import."""
-    while m.matches(node, m.Attribute()):
-        assert isinstance(node, cst.Attribute)
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-def _within(scope: Scope, func: cst.FunctionDef) -> bool:
-    """Whether `scope` is the body scope of `func` or nested in it."""
-    current: Optional[Scope] = scope
-    seen: set[int] = set()
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if getattr(current, "node", None) is func:
-            return True
-        parent = current.parent
-        current = parent if parent is not current else None
-    return False
-
-
-def _bound_inside(name: str, scope: Scope, inner_scopes: set[Scope]) -> bool:
-    """Whether `name`, read in `scope`, is bound in a scope that belongs to the function."""
-    current: Optional[Scope] = scope
-    while current is not None and current in inner_scopes:
-        if current.assignments[name]:
-            return True
-        parent = current.parent
-        current = parent if parent is not current else None
-    return False

@@ -80,13 +80,33 @@ def mlir_location() -> ir.Location:
 
 
 class Trace:
-    """Appends operations to one block of the module being built."""
+    """Appends operations to one block of the module being built.
+
+    Primitives are pure, so an application identical to an earlier one (same primitive,
+    same operands, same parameters) returns the earlier result instead of a second op. This
+    is common subexpression elimination at trace time: it removes the forward computations
+    that generated derivative code repeats (a callee's ``vjp_*`` recomputes its primal
+    output) before IREE sees them.
+    """
 
     def __init__(self, block: ir.Block) -> None:
         self.block = block
+        self.memo: dict[Any, Any] = {}  # (prim, operands, params) -> result; keeps operands alive
 
     def emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
+        key = _cse_key(prim, args, avals, params)
+        if key is not None:
+            found = self.memo.get(key)
+            if found is not None:
+                return found[0]
+        out = self._emit(prim, args, avals, out_aval, params)
+        if key is not None:
+            self.memo[key] = (out, args)  # `args` pins the operands whose ids are in `key`
+        return out
+
+    def _emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
+              out_aval: Any, params: dict[str, Any]) -> Any:
         with mlir_location(), ir.InsertionPoint(self.block):
             operands = [self.operand(a, aval) for a, aval in zip(args, avals)]
             ctx = LoweringContext(avals, out_aval)
@@ -106,3 +126,46 @@ class Trace:
             return value.value
         array = core.to_numpy(value, aval)
         return LoweringContext([], aval).constant(array, aval.dtype)
+
+
+# Constants up to this many elements take part in trace-time CSE (keyed by their bytes).
+_CSE_CONSTANT_SIZE = 64
+
+
+def _cse_key(prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
+             params: dict[str, Any]) -> Any:
+    """A hashable key identifying this application, or None when it cannot be shared."""
+    try:
+        operands = tuple(_operand_key(a, aval) for a, aval in zip(args, avals))
+        key = (prim, operands, tuple(sorted((k, _param_key(v)) for k, v in params.items())))
+        hash(key)
+    except _NoKey:
+        return None
+    except TypeError:  # an unhashable parameter
+        return None
+    return key
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _operand_key(value: Any, aval: ShapedArray) -> Any:
+    if isinstance(value, Tracer):
+        return id(value)
+    if isinstance(value, (bool, int, float, complex)):
+        return (type(value), repr(value), aval)  # repr: 0.0 and -0.0 differ
+    array = np.asarray(value)
+    if array.size > _CSE_CONSTANT_SIZE or array.dtype == object:
+        raise _NoKey
+    return (aval, array.tobytes())
+
+
+def _param_key(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_param_key(v) for v in value))
+    if isinstance(value, np.ndarray):
+        raise _NoKey
+    if isinstance(value, (float, complex, np.floating)):
+        return (type(value), repr(value))
+    return (type(value), value)

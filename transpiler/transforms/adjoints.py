@@ -6,7 +6,7 @@ import inspect
 from typing import Any
 
 import libcst as cst
-from libcst.helpers import parse_template_expression, parse_template_statement
+from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl

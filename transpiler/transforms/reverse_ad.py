@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, cast
 
 import libcst as cst
-from libcst.helpers import parse_template_expression, parse_template_statement
+from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
 from transpiler.errors import TranspileError
 from transpiler.transforms import classify as cl

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import libcst as cst
-from libcst.helpers import parse_template_expression
+from transpiler.frontend.cst_templates import parse_template_expression
 
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
