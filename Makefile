@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # Tests share one compile cache per run (many tests compile the same modules).
 TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench derivatives install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -c "import jax" 2>/dev/null || $(PY) -m pip install --quiet -e ".[test,bench]"
 	$(PY) tests/bench/run.py
+
+# Regenerate the library's shipped derivative code after editing a composite
+# (tests/test_derivatives_bundle.py fails until it is current).
+derivatives: $(STAMP)
+	$(PY) tests/programs/derivatives.py
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

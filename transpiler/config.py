@@ -36,6 +36,8 @@ class Config:
         # JAX's default since 0.5: random bits computed so that they shard (same bits as JAX).
         self.threefry_partitionable: bool = _env_flag("TRANSPILER_THREEFRY_PARTITIONABLE", True)
         self.disk_cache: bool = _env_flag("TRANSPILER_DISK_CACHE", True)
+        # Read the library's shipped derivative code (off only to regenerate it).
+        self.bundled_derivatives: bool = _env_flag("TRANSPILER_BUNDLED_DERIVATIVES", True)
         self.default_device: str = os.environ.get("TRANSPILER_DEVICE", "auto")
         # Work (in elements touched per call) above which `auto` picks local-task.
         self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))

@@ -31,7 +31,8 @@ def emit(func: cst.FunctionDef, namespace: dict[str, Any],
          file: str, line: int, module_name: str = "__transpiler_generated__") -> Callable:
     """Write `func` to a file, execute it in `namespace`, and return the function."""
     import libcst as cst
-    header = HEADER.format(transform=transform, name=name, file=file, line=line)
+    from transpiler.codegen.disk_cache import portable_path
+    header = HEADER.format(transform=transform, name=name, file=portable_path(file), line=line)
     module = cst.Module(body=[func], header=[cst.EmptyLine(comment=cst.Comment(header.rstrip()))])
     source, lines = render(module, origin)
     source_map: dict[int, SourceLocation] = {}

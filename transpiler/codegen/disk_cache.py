@@ -59,7 +59,7 @@ def describe(value: Any) -> str:
     if isinstance(value, Primitive):
         return "primitive:" + value.name
     if isinstance(value, types.FunctionType):
-        digest = hashlib.sha256(marshal.dumps(value.__code__)).hexdigest()[:16]
+        digest = hashlib.sha256(code_bytes(value.__code__)).hexdigest()[:16]
         return f"function:{value.__module__}.{value.__qualname__}:{digest}"
     if isinstance(value, type):
         return f"type:{value.__module__}.{value.__qualname__}"
@@ -72,13 +72,42 @@ def describe(value: Any) -> str:
     return "value:" + type(value).__qualname__
 
 
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # .../transpiler
+_PACKAGE_TAG = "<transpiler>"
+
+
+def portable_path(filename: str) -> str:
+    """`filename`, with the transpiler package's own directory as ``<transpiler>``: keys and
+    source maps of the library's functions are then the same in every installation."""
+    return _PACKAGE_TAG + filename[len(PACKAGE_ROOT):] if filename.startswith(PACKAGE_ROOT) \
+        else filename
+
+
+def local_path(filename: str) -> str:
+    """The inverse of `portable_path` in this installation."""
+    return PACKAGE_ROOT + filename[len(_PACKAGE_TAG):] if filename.startswith(_PACKAGE_TAG) \
+        else filename
+
+
+def code_bytes(code: types.CodeType) -> bytes:
+    """``marshal`` of `code` with every file name made portable (nested code included)."""
+    return marshal.dumps(_portable_code(code))
+
+
+def _portable_code(code: types.CodeType) -> types.CodeType:
+    consts = tuple(_portable_code(c) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=portable_path(code.co_filename), co_consts=consts)
+
+
 def key(fn: Callable, active: frozenset, has_aux: bool) -> Optional[str]:
     code = getattr(fn, "__code__", None)
     if code is None or not config.disk_cache:
         return None
     from transpiler import __version__
-    h = hashlib.sha256(marshal.dumps(code))
-    h.update(f"{FORMAT}|{__version__}|{sorted(active)}|{has_aux}|{code.co_filename}".encode())
+    h = hashlib.sha256(code_bytes(code))
+    h.update(f"{FORMAT}|{__version__}|{sorted(active)}|{has_aux}|"
+             f"{portable_path(code.co_filename)}".encode())
     for name in sorted(_referenced_names(code)):
         value = lookup(fn, name)
         if value is not _MISSING:
@@ -108,12 +137,22 @@ def _path(entry_key: str) -> Path:
     return Path(config.cache_dir) / "ad" / entry_key[:2] / f"{entry_key}.json"
 
 
+# Derivatives of the library's own composites, generated ahead of time and shipped with
+# the package (``make derivatives``): a fresh installation transforms only user code.
+BUNDLE_DIR = Path(PACKAGE_ROOT) / "transforms" / "derivatives"
+
+
 def read(entry_key: str) -> Optional[dict]:
-    try:
-        record = json.loads(_path(entry_key).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+    for path in (_path(entry_key), BUNDLE_DIR / f"{entry_key}.json"):
+        if path.parent == BUNDLE_DIR and not config.bundled_derivatives:
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("format") == FORMAT:
+            return record
+    return None
 
 
 def write(entry_key: str, record: dict) -> None:
@@ -125,8 +164,8 @@ def write(entry_key: str, record: dict) -> None:
 
 
 def encode_map(source_map: dict[int, SourceLocation]) -> dict[str, list]:
-    return {str(k): [v.file, v.line, v.col] for k, v in source_map.items()}
+    return {str(k): [portable_path(v.file), v.line, v.col] for k, v in source_map.items()}
 
 
 def decode_map(data: dict[str, list]) -> dict[int, SourceLocation]:
-    return {int(k): SourceLocation(v[0], v[1], v[2]) for k, v in data.items()}
+    return {int(k): SourceLocation(local_path(v[0]), v[1], v[2]) for k, v in data.items()}

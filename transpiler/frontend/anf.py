@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 
 from transpiler.errors import SourceLocation
-from transpiler.frontend.passes import LocatedTransformer, Locations, Stage, run_stages
+from transpiler.frontend.passes import (LocatedTransformer, Locations, Stage, run_stages,
+                                       walk_statements)
 
 from transpiler.frontend.anf_nodes import (_BRANCHING, Linearized, Statements, _assign,
                                            _bare, _if, _is_constant, _is_variable,
@@ -330,14 +331,8 @@ class ToAnf(LocatedTransformer):
             return
         ctx = self.ctx
 
-        class _Locate(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
-                    ctx.locate(node, loc)
-                return True
-
-        for statement in statements:
-            statement.visit(_Locate())
+        for statement in walk_statements(*statements):
+            ctx.locate(statement, loc)
 
 
 ANF_PASSES: list[Stage] = [Stage("to-anf", ToAnf)]

@@ -4,8 +4,10 @@ statement constructors."""
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
+
 from transpiler.frontend.cst_templates import parse_template_statement
+from transpiler.frontend.passes import walk_statements
 
 Statements = list[cst.BaseStatement]
 Linearized = tuple[Statements, cst.BaseExpression]
@@ -59,8 +61,25 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
 
 def _local_names(func: cst.FunctionDef) -> set[str]:
     """Parameters and every name the function binds."""
-    names = {p.name.value for p in m.findall(func.params, m.Param()) if isinstance(p, cst.Param)}
-    for node in m.findall(func.body, m.AssignTarget() | m.For() | m.AnnAssign()):
-        target = node.target  # type: ignore[attr-defined]
-        names.update(n.value for n in m.findall(target, m.Name()) if isinstance(n, cst.Name))
+    params = func.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params,
+                                    *params.kwonly_params, params.star_arg, params.star_kwarg)
+             if isinstance(p, cst.Param)}
+    for node in walk_statements(func.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                _target_names(target.target, names)
+        elif isinstance(node, (cst.For, cst.AnnAssign)):
+            _target_names(node.target, names)
     return names
+
+
+def _target_names(target: cst.BaseExpression, names: set[str]) -> None:
+    """Every Name in an assignment target (subscripts and attributes included)."""
+    if isinstance(target, cst.Name):
+        names.add(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _target_names(element.value, names)
+    else:
+        names.update(n.value for n in m.findall(target, m.Name()) if isinstance(n, cst.Name))

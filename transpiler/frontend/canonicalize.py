@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
 from transpiler.frontend.passes import (

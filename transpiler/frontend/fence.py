@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 
 from transpiler.errors import SourceLocation, TranspileError
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 
 from transpiler.codegen.lines import node_ranges
 from transpiler.errors import SourceLocation, TranspileError

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 
 from transpiler.errors import SourceLocation, TranspileError
 
@@ -143,47 +143,99 @@ def is_statement(node: cst.CSTNode) -> bool:
     return isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement))
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_SKIPPED_FIELDS = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "trailing_whitespace",
+                   "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
+                   "star", "whitespace"}
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of `node` in field order, whitespace and punctuation left out."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(
+            name for name in kind.__dataclass_fields__  # type: ignore[attr-defined]
+            if name not in _SKIPPED_FIELDS and not name.startswith(("whitespace", "__")))
+    children: list[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            children.append(value)
+        elif type(value) in (list, tuple):
+            children.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return children
+
+
+def iter_nodes(root: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    """`root` and the nodes below it, whitespace and punctuation left out: a plain walk
+    over the node fields, ~3x cheaper than a libcst visitor (which rebuilds each node)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child_nodes(node))
+
+
 def iter_statements(func: cst.FunctionDef) -> list[StatementNode]:
     """Every statement inside ``func`` (compound, lines and small statements), nested too."""
-    found: list[StatementNode] = []
+    return list(walk_statements(func.body))
 
-    class _Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node is not func and is_statement(node):
-                found.append(node)  # type: ignore[arg-type]
-            return True
 
-    func.visit(_Collect())
-    return found
+def walk_statements(*roots: cst.CSTNode) -> Iterable[StatementNode]:
+    """The statements in `roots` (themselves included), outer first, without visiting
+    expressions: ~20x cheaper than a visitor over every node."""
+    stack: list[cst.CSTNode | None] = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            yield node
+            yield from node.body
+        elif isinstance(node, cst.BaseSmallStatement):
+            yield node
+        elif isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            stack.extend(reversed(node.body))
+        else:  # a compound statement, or its else / except / finally part
+            if isinstance(node, cst.BaseCompoundStatement):
+                yield node
+            parts: list[cst.CSTNode | None] = [getattr(node, "body", None)]
+            for name in ("handlers", "orelse", "finalbody"):
+                child = getattr(node, name, None)
+                parts.extend(child if isinstance(child, (list, tuple)) else [child])
+            stack.extend(reversed(parts))
 
 
 def fill_locations(func: cst.FunctionDef, ctx: PassContext, prune: bool = False) -> None:
     """Give every unlocated statement the location of its enclosing statement; with
-    `prune`, also drop the entries of nodes no longer in `func` (one traversal for both)."""
+    `prune`, also drop the entries of nodes no longer in `func`."""
     locations = ctx.locations
-    kept: Locations = {}
-
-    class _Fill(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.stack: list[SourceLocation | None] = [ctx.location_of(func)]
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if is_statement(node) and node is not func:
-                if node not in locations and self.stack[-1] is not None:
-                    locations[node] = self.stack[-1]  # type: ignore[assignment]
-                self.stack.append(locations.get(node, self.stack[-1]))
-            if prune and node in locations:
-                kept[node] = locations[node]
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            if is_statement(original_node) and original_node is not func:
-                self.stack.pop()
-
-    func.visit(_Fill())
+    stack: list[tuple[cst.CSTNode | None, SourceLocation | None]] = [
+        (func.body, ctx.location_of(func))]
+    while stack:  # statements only, each with the location of the one it is nested in
+        node, outer = stack.pop()
+        if node is None:
+            continue
+        if is_statement(node):
+            if node not in locations and outer is not None:
+                locations[node] = outer
+            outer = locations.get(node, outer)
+            if isinstance(node, cst.BaseSmallStatement):
+                continue
+        children: list[cst.CSTNode | None]
+        if isinstance(node, (cst.SimpleStatementLine, cst.IndentedBlock,
+                             cst.SimpleStatementSuite)):
+            children = list(node.body)
+        else:  # a compound statement, or its else / except / finally part
+            children = [getattr(node, "body", None)]
+            for name in ("handlers", "orelse", "finalbody"):
+                child = getattr(node, name, None)
+                children.extend(child if isinstance(child, (list, tuple)) else [child])
+        stack.extend((child, outer) for child in reversed(children))
     if prune:
-        ctx.locations = kept
+        ctx.locations = {node: locations[node] for node in iter_nodes(func)
+                         if node in locations}
 
 
 def run_stages(
@@ -262,17 +314,13 @@ def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _scan(func: cst.FunctionDef) -> tuple[Counter[type], set[str]]:
-    """How many nodes of each libcst type `func` holds, and every name it uses (one
-    traversal: the stages' `applies` tests and the fresh-name generator share it)."""
+    """How many nodes of each libcst type `func` holds, and every name it uses (one walk:
+    the stages' `applies` tests and the fresh-name generator share it)."""
     counts: Counter[type] = Counter()
     names: set[str] = set()
-
-    class Scan(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            counts[type(node)] += 1
-            if type(node) is cst.Name:
-                names.add(node.value)  # type: ignore[attr-defined]
-            return True
-
-    func.visit(Scan())
+    for node in iter_nodes(func):
+        kind = type(node)
+        counts[kind] += 1
+        if kind is cst.Name:
+            names.add(node.value)  # type: ignore[attr-defined]
     return counts, names

@@ -14,7 +14,7 @@ import symtable
 from typing import Any, Callable, Optional
 
 import libcst as cst
-import libcst.matchers as m
+import transpiler.frontend.match as m
 
 from transpiler.errors import SourceLocation, TranspileError
 

@@ -8,6 +8,7 @@ from typing import Any, Optional, cast
 import libcst as cst
 
 from transpiler.errors import TranspileError
+from transpiler.frontend.passes import walk_statements
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
 from transpiler.transforms.rename import assigned_names
@@ -128,31 +129,9 @@ def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
                     found[alias.asname.name.value] = importlib.import_module(  # type: ignore
                         code(alias.name))
 
-    for statement in _simple_statements(func.body):
-        for small in statement.body:
-            if isinstance(small, (cst.Import, cst.ImportFrom)):
-                small.visit(Imports())
-    return found
-
-
-def _simple_statements(block: cst.BaseSuite) -> list[cst.SimpleStatementLine]:
-    """The statement lines of `block`, nested blocks included (not their expressions:
-    walking statements only is ~20x cheaper than visiting every node)."""
-    found: list[cst.SimpleStatementLine] = []
-    stack: list[Any] = [block]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            found.append(node)
-        elif isinstance(node, cst.SimpleStatementSuite):
-            found.append(cst.SimpleStatementLine(body=node.body))
-        elif isinstance(node, cst.IndentedBlock):
-            stack.extend(reversed(node.body))
-        elif isinstance(node, cst.CSTNode):  # compound statements, else/except/finally
-            stack.append(getattr(node, "body", None))
-            for part in ("orelse", "handlers", "finalbody"):
-                child = getattr(node, part, None)
-                stack.extend(child if isinstance(child, (list, tuple)) else [child])
+    for statement in walk_statements(func.body):
+        if isinstance(statement, (cst.Import, cst.ImportFrom)):
+            statement.visit(Imports())
     return found
 
 
