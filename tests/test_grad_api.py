@@ -29,6 +29,42 @@ def test_higher_order_derivatives_match_closed_forms():
     assert "vjp_" in d2.source
 
 
+def tanh_layer(params, x):
+    return jnp.sum(jnp.tanh(params["w"] * x) * params["b"])
+
+
+def grad_w_norm(params, x):
+    return jnp.sum(tp.grad(tanh_layer)(params, x)["w"] ** 2)
+
+
+def _fd(f, params, key, eps=1e-6):
+    """Central differences of scalar f(params) in float64 w.r.t. params[key]."""
+    out = np.zeros_like(params[key])
+    for i in range(out.size):
+        hi, lo = {**params, key: params[key].copy()}, {**params, key: params[key].copy()}
+        hi[key].flat[i] += eps
+        lo[key].flat[i] -= eps
+        out.flat[i] = (f(hi) - f(lo)) / (2 * eps)
+    return out
+
+
+def test_second_order_with_pytree_arguments(monkeypatch):
+    monkeypatch.setattr(tp.config, "enable_x64", True)
+    params = {"w": np.array([0.5, -1.0]), "b": np.array([2.0, 3.0])}
+    # d2/dx2 with a dict passed through: sum(b * tanh(w x)) -> sum(-2 b w^2 tanh sech^2)
+    t = np.tanh(params["w"] * 0.7)
+    want = np.sum(-2 * params["b"] * params["w"] ** 2 * t * (1 - t ** 2))
+    d2 = tp.grad(tp.grad(tanh_layer, argnums=1), argnums=1)
+    np.testing.assert_allclose(float(d2(params, 0.7)), want, rtol=1e-10)
+    # grad w.r.t. a dict of a function of a grad w.r.t. that dict
+    got = tp.grad(grad_w_norm)(params, 0.7)
+    jitted = tp.jit(tp.grad(grad_w_norm))(params, 0.7)
+    for key in ("w", "b"):
+        want = _fd(lambda p: float(grad_w_norm(p, 0.7)), params, key)
+        np.testing.assert_allclose(np.asarray(got[key]), want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(jitted[key]), want, rtol=1e-6)
+
+
 def two_args(x, y):
     return jnp.sum(x * jnp.exp(y)), {"aux": x}
 
@@ -93,6 +129,22 @@ def test_converting_a_differentiated_value_to_python_is_an_error():
     with pytest.raises(tp.TranspileError, match="drop its derivative") as info:
         tp.grad(drops_derivative)(np.ones(3, np.float32))
     assert info.value.file == __file__
+
+
+def halve_until_small(x):
+    y = x
+    while jnp.abs(y) > 1e-3:  # the trip count depends on the value of x
+        y = y * 0.5
+    return y * x
+
+
+def test_loop_with_a_data_dependent_trip_count():
+    # Eagerly the loop runs on values (its tape is a Python list): x**2 * 0.5**10 at x=1.
+    assert float(tp.grad(halve_until_small)(1.0)) == pytest.approx(2 * 0.5 ** 10)
+    # Under jit the trip count is unknown while tracing: a clear error at the loop.
+    with pytest.raises(tp.TranspileError, match="traced value") as info:
+        tp.jit(tp.grad(halve_until_small))(1.0)
+    assert info.value.file == __file__ and "while jnp.abs(y) > 1e-3" in str(info.value)
 
 
 def test_second_process_reuses_generated_code(tmp_path):

@@ -75,3 +75,21 @@ def test_jit_matches_eager(family):
         for g, w in zip(gots, wants):
             assert g.dtype == w.dtype, f"{case.label()}: jit dtype {g.dtype} != eager {w.dtype}"
             _close(g, w, max(case.rtol, 1e-5), max(case.atol, 1e-6), case.label())
+
+
+def test_float64_elementwise_under_jit(monkeypatch):
+    """With x64 on, every floating unary case runs in float64 through IREE too (its CPU
+    backend cannot link libm's sin/cos/tanh/atan2 into embedded executables, nor legalize
+    f64 cbrt: the compiler falls back to a system library, cbrt has its own lowering)."""
+    from tests.cases.elementwise import UNARY
+    monkeypatch.setattr(tp.config, "enable_x64", True)
+    cases = [(name, fn, ref, a.astype(np.float64)) for name, fn, ref, a in UNARY
+             if a.dtype == np.float32]
+    cases.append(("arctan2", lambda a: __import__("transpiler").numpy.arctan2(a, a[::-1]),
+                  lambda a: np.arctan2(a, a[::-1]), cases[0][3]))
+    staged = tp.jit(lambda args: [fn(a) for (_, fn, _, _), a in zip(cases, args)])(
+        [a for *_, a in cases])
+    for (name, _, ref, a), got in zip(cases, staged):
+        assert got.dtype == ref(a).dtype, name
+        np.testing.assert_allclose(np.asarray(got), ref(a), rtol=1e-13, atol=1e-300,
+                                   err_msg=name)

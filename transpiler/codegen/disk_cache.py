@@ -100,13 +100,31 @@ def _portable_code(code: types.CodeType) -> types.CodeType:
     return code.replace(co_filename=portable_path(code.co_filename), co_consts=consts)
 
 
+_FINGERPRINT: list[str] = []
+# The code that decides what gets generated: a change to any of it changes every key.
+_GENERATOR_SOURCES = ("frontend/*.py", "transforms/*.py", "codegen/*.py",
+                      "primitives/vjp_rules.py")
+
+
+def transforms_fingerprint() -> str:
+    """A hash of the transforms' own source (and the package version), once per process."""
+    if not _FINGERPRINT:
+        from transpiler import __version__
+        h = hashlib.sha256(__version__.encode())
+        root = Path(PACKAGE_ROOT)
+        for pattern in _GENERATOR_SOURCES:
+            for path in sorted(root.glob(pattern)):
+                h.update(path.name.encode() + b"\0" + path.read_bytes())
+        _FINGERPRINT.append(h.hexdigest()[:16])
+    return _FINGERPRINT[0]
+
+
 def key(fn: Callable, active: frozenset, has_aux: bool) -> Optional[str]:
     code = getattr(fn, "__code__", None)
     if code is None or not config.disk_cache:
         return None
-    from transpiler import __version__
     h = hashlib.sha256(code_bytes(code))
-    h.update(f"{FORMAT}|{__version__}|{sorted(active)}|{has_aux}|"
+    h.update(f"{FORMAT}|{transforms_fingerprint()}|{sorted(active)}|{has_aux}|"
              f"{portable_path(code.co_filename)}".encode())
     for name in sorted(_referenced_names(code)):
         value = lookup(fn, name)

@@ -150,20 +150,34 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
         if cached is not None:
             CompileStats.cache_hits += 1
             return cached
-    try:
-        vmfb = _invoke_compiler(bytecode, tgt, flags)
-    except TranspileError as err:
-        # IREE 3.13's data-tiled CPU codegen rejects some fusions (a dot_general fused with
-        # an elementwise op in MLP gradients, JAX's own StableHLO included) with "large
-        # vector sizes"; the same code compiles, with the same results, when that check is
-        # lifted. Any other failure is the user's to see.
-        if tgt.backend != "llvm-cpu" or "large vector sizes" not in str(err):
-            raise
-        log.info("retrying the compile with --iree-llvmcpu-fail-on-large-vector=false")
-        vmfb = _invoke_compiler(bytecode, tgt, [*flags, LARGE_VECTOR_FLAG])
+    vmfb = _compile_with_fallbacks(bytecode, tgt, flags)
     if config.disk_cache:
         write_cache(key, vmfb)
     return vmfb
+
+
+# Known failures of IREE 3.13's CPU backend, each fixed by one flag, tried in turn:
+# - data-tiled codegen rejects some fusions (a dot_general fused with an elementwise op in
+#   MLP gradients, JAX's own StableHLO included) with "large vector sizes"; the same code
+#   compiles, with the same results, when that check is lifted;
+# - float64 sin/cos/tanh/atan2 lower to libm calls that the embedded linker cannot resolve
+#   ("undefined symbol: tanh"): a system shared library links them from the C library.
+CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
+                 ("undefined symbol", "--iree-llvmcpu-link-embedded=false"))
+
+
+def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> bytes:
+    """Compile; on a known CPU-backend failure, retry with the flag that avoids it."""
+    while True:
+        try:
+            return _invoke_compiler(bytecode, tgt, flags)
+        except TranspileError as err:
+            fix = next((flag for text, flag in CPU_FALLBACKS
+                        if text in str(err) and flag not in flags), None)
+            if tgt.backend != "llvm-cpu" or fix is None:
+                raise  # any other failure is the user's to see
+            log.info("retrying the compile with %s", fix)
+            flags = [*flags, fix]
 
 
 def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:

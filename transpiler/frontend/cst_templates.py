@@ -44,7 +44,26 @@ def _mangle(template: str, nodes: dict[str, cst.BaseExpression]
     return _PLACEHOLDER.sub(replace, template), by_name
 
 
+def _names_only(template: str, nodes: dict[str, cst.BaseExpression]) -> str | None:
+    """The template's text with each placeholder replaced by its Name, when every
+    replacement is a plain Name (most are): one native parse, no splicing pass."""
+    for node in nodes.values():
+        if type(node) is not cst.Name or node.lpar:
+            return None
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in nodes:
+            raise ValueError(f"template {template!r} has no value for {{{name}}}")
+        return nodes[name].value  # type: ignore[attr-defined]
+
+    return _PLACEHOLDER.sub(replace, template)
+
+
 def parse_template_expression(template: str, **nodes: cst.BaseExpression) -> cst.BaseExpression:
+    plain = _names_only(template, nodes)
+    if plain is not None:
+        return cst.parse_expression(plain)
     text, by_name = _mangle(template, nodes)
     expr = cst.parse_expression(text)
     if not by_name:
@@ -55,6 +74,9 @@ def parse_template_expression(template: str, **nodes: cst.BaseExpression) -> cst
 
 
 def parse_template_statement(template: str, **nodes: cst.BaseExpression) -> cst.BaseStatement:
+    plain = _names_only(template, nodes)
+    if plain is not None:
+        return cst.parse_statement(plain if plain.endswith("\n") else plain + "\n")
     text, by_name = _mangle(template, nodes)
     statement = cst.parse_statement(text if text.endswith("\n") else text + "\n")
     if not by_name:

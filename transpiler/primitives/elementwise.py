@@ -136,6 +136,29 @@ def _lower_arctan(ctx: LoweringContext, x: Any) -> Any:
     return ctx.op("stablehlo.atan2", [x, one])
 
 
+def _lower_cbrt(ctx: LoweringContext, x: Any) -> Any:
+    """``stablehlo.cbrt``; in float64 (which IREE's CPU backend cannot legalize) as
+    ``sign(x) * r`` with ``r = |x| ** (1/3)`` refined by one Newton step (to ~1 ulp)."""
+    (aval,), out = ctx.avals_in, ctx.aval_out
+    x = ctx.convert(x, aval, out.dtype)
+    if out.dtype != np.float64:
+        return ctx.op("stablehlo.cbrt", [x])
+    const = lambda v: ctx.constant(v, out.dtype, out.shape)  # noqa: E731
+    a = ctx.op("stablehlo.abs", [x])
+    r = ctx.op("stablehlo.power", [a, const(1 / 3)])
+    r2 = ctx.op("stablehlo.multiply", [r, r])
+    residual = ctx.op("stablehlo.subtract", [ctx.op("stablehlo.multiply", [r2, r]), a])
+    step = ctx.op("stablehlo.divide", [residual, ctx.op("stablehlo.multiply", [const(3.0), r2])])
+    refined = ctx.op("stablehlo.subtract", [r, step])
+    # r = 0 (zero, or a subnormal flushed to zero) and inf: the step is 0/0 or inf/inf.
+    exact = ctx.op("stablehlo.or", [
+        ctx.compare(r, const(0.0), "EQ", out.dtype, out.shape),
+        ctx.compare(a, const(np.inf), "EQ", out.dtype, out.shape)],
+        ShapedArray(out.shape, dtypes.bool_))
+    r = ctx.op("stablehlo.select", [exact, r, refined])
+    return ctx.op("stablehlo.multiply", [ctx.op("stablehlo.sign", [x]), r])
+
+
 def _lower_abs_sign(hlo: str) -> Callable:
     def lower(ctx: LoweringContext, x: Any) -> Any:
         (aval,) = ctx.avals_in
@@ -240,7 +263,7 @@ log1p = def_unary("log1p", np.log1p, "stablehlo.log_plus_one")
 expm1 = def_unary("expm1", np.expm1, "stablehlo.exponential_minus_one")
 sqrt = def_unary("sqrt", np.sqrt, "stablehlo.sqrt")
 rsqrt = def_unary("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt")
-cbrt = def_unary("cbrt", np.cbrt, "stablehlo.cbrt")
+cbrt = def_unary("cbrt", np.cbrt, "stablehlo.cbrt", lower=_lower_cbrt)
 sin = def_unary("sin", np.sin, "stablehlo.sine")
 cos = def_unary("cos", np.cos, "stablehlo.cosine")
 tan = def_unary("tan", np.tan, "stablehlo.tan")

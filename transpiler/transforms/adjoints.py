@@ -102,6 +102,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return gen.accumulate(source.value, flow) if isinstance(source, cst.Name) else []
     if kind == "pass":
         return gen.accumulate(args[0].value.value, cst.Name(gen.bar(t)))  # type: ignore
+    if kind.startswith("cotangent_"):
+        return cotangent_helper_rule(gen, kind, args, t)
     if kind == "jitted":
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
@@ -240,25 +242,59 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
     return out
 
 
+def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.BaseStatement]:
+    """The adjoints of the linear helpers of generated code (a derivative differentiated):
+    ``ad.add(a, b)`` passes its cotangent to both; ``ad.item(g, k)`` and
+    ``ad.index_bar(x, k, g)`` are each other's transposes."""
+    names = [a.value.value if isinstance(a.value, cst.Name) else None for a in args]
+    bar = cst.Name(gen.bar(t))
+    out: list[cst.BaseStatement] = []
+    if kind == "cotangent_add":
+        for name in names[:2]:
+            if name:
+                out += gen.accumulate(name, bar)
+    elif kind == "cotangent_item" and names[0]:
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.index_bar({g}, {k}, {b})", g=args[0].value, k=args[1].value, b=bar))
+    elif kind == "cotangent_index_bar" and names[2]:
+        out += gen.accumulate(names[2], parse_template_expression(
+            "ad.item({b}, {k})", k=args[1].value, b=bar))
+    return out
+
+
 def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, t: str,
                  helper: str = "vjp_call", slots: Any = None) -> list[cst.BaseStatement]:
     """A callee only known at run time (a function passed as an argument): the cotangents
     come from ``ad.<helper>(f, args, kwargs, t_bar)``, one per positional argument; `slots`
     ((variable, index) pairs) says which to accumulate (default: the active positional)."""
-    positional = [a for a in args if a.keyword is None]
-    pos = cst.Tuple([cst.Element(a.value) for a in positional]) if positional else \
-        cst.parse_expression("()")
-    kw = cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
-                   for a in args if a.keyword is not None])
+    positional = [a for a in args if a.keyword is None and a.star != "**"]
+    stars = [i for i, a in enumerate(positional) if a.star == "*"]
+    if len(stars) > 1:
+        raise gen.error(stmt, "more than one *-argument in a call of a function known only "
+                        "at run time", "pass the arguments through one tuple")
+    pos = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
+                     for a in positional]) if positional else cst.parse_expression("()")
+    kw = cst.Dict([cst.StarredDictElement(a.value) if a.star == "**" else
+                   cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)  # type: ignore[union-attr]
+                   for a in args if a.keyword is not None or a.star == "**"])
     temp = gen.tmp()
     out: list[cst.BaseStatement] = [parse_template_statement(
         f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
         g=cst.Name(temp), f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)))]
     if slots is None:
         slots = [(_active_name(gen, a.value), i) for i, a in enumerate(positional)]
+    after = len(positional) - 1 - stars[0] if stars else 0
     for name, index in slots:
-        if name:
-            out += gen.accumulate(name, parse_template_expression(f"{temp}[{index}]"))
+        if not name:
+            continue
+        if stars and index == stars[0]:  # `*xs`: its cotangents are a run of the results
+            end = f"len({temp}) - {after}" if after else ""
+            picked = f"tuple({temp}[{index}:{end}])"
+        elif stars and index > stars[0]:  # counted from the end
+            picked = f"{temp}[{index - len(positional)}]"
+        else:
+            picked = f"{temp}[{index}]"
+        out += gen.accumulate(name, parse_template_expression(picked))
     return out
 
 

@@ -53,8 +53,9 @@ def _static_functions() -> frozenset:
     from transpiler import lax
     from transpiler import numpy as jnp
     from transpiler.primitives import core
+    from transpiler.transforms import runtime_helpers
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
-                      lax.stop_gradient,
+                      lax.stop_gradient, runtime_helpers.vjp_rule,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
 
@@ -188,6 +189,22 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
     return Op("other", local_operands)
 
 
+_HELPER_KINDS: dict[int, str] = {}
+
+
+def _cotangent_helpers() -> dict[int, str]:
+    """The run-time helpers of generated code (``ad.add`` ...) that differentiate as the
+    linear maps they are -- second-order derivatives run through them, and their source
+    walks containers in ways the transforms do not take apart (comprehensions)."""
+    if not _HELPER_KINDS:
+        from transpiler.transforms import runtime_helpers as rh
+        _HELPER_KINDS.update({id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
+                              id(rh.index_bar): "cotangent_index_bar",
+                              id(rh.finalize): "pass", id(rh.or_zeros): "pass",
+                              id(rh.spread): "pass"})
+    return _HELPER_KINDS
+
+
 def callee_kind(callee: Any) -> str:
     """primitive | static | pass | function | jitted | custom | unknown (see the module
     docstring); "custom" is a `custom_vjp` function, differentiated by its own rule."""
@@ -205,6 +222,9 @@ def callee_kind(callee: Any) -> str:
     from transpiler.transforms import runtime_helpers
     if callee is runtime_helpers.seed:  # identity in the cotangent, constant in the output
         return "seed"
+    helper = _cotangent_helpers().get(id(callee))
+    if helper is not None:
+        return helper
     try:
         if callee in STATIC_BUILTINS or callee in STATIC_FUNCTIONS:
             return "static"

@@ -42,7 +42,7 @@ def spread(bar: Any, args: tuple) -> tuple:
 
 def index_bar(container: Any, index: Any, g: Any) -> Any:
     """The cotangent of ``container`` from ``y = container[index]`` with ``y_bar = g``."""
-    if g is None:
+    if g is None or container is None:  # nothing flowed, or a zero (None) container
         return None
     if isinstance(container, dict):
         return {k: (g if k == index else None) for k in container}
@@ -103,7 +103,8 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         if fn.vjp is None:
             raise TranspileError(f"the primitive `{fn.name}` has no VJP rule", user_location())
         out = fn(*args, **kwargs)
-        return tuple(fn.vjp.evaluate(list(args), kwargs, out, g))
+        rule = vjp_rule(fn, args, kwargs)
+        return rule(out, g, *args, **kwargs)
     from transpiler.transforms.api import vjp_function
     import inspect
     if not any(_differentiable(a) for a in args):
@@ -118,6 +119,26 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     _, generated = vjp_function(fn, active, False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
     return generated(*args, **kwargs, **{keyword: g})[1][:len(args)]
+
+
+def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The VJP rule of primitive `fn` for these operands as a Python function
+    ``rule(out, out_bar, *args, **params) -> (bar or None per arg)``.
+
+    Rules come from the primitive's template as generated source (see
+    `VJPTemplate.rule_function`), so a derivative that calls one -- `vjp_call` does, for
+    callees known only at run time -- can itself be differentiated. Operands with a
+    floating dtype are the active ones. (Static: it inspects dtypes only.)"""
+    from transpiler import dtypes
+    from transpiler.primitives.core import abstractify
+    template = fn.vjp
+    floating = [dtypes.is_float(abstractify(a).dtype) for a in args]
+    if template.variadic:  # evaluated directly (not differentiable a second time)
+        def evaluate(out: Any, g: Any, *operands: Any, **params: Any) -> tuple:
+            return tuple(template.evaluate(list(operands), params, out, g))
+        return evaluate
+    active = frozenset(op for op, is_float in zip(template.operands, floating) if is_float)
+    return template.rule_function(fn.name, active, tuple(sorted(kwargs)))
 
 
 def custom_vjp_bwd(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
@@ -174,15 +195,10 @@ def defined(scope: dict, names: tuple) -> tuple:
 
 
 def finalize(bar: Any, primal: Any) -> Any:
-    """The gradient of one array argument: zeros where nothing flowed."""
-    if isinstance(primal, (dict, list, tuple)):
-        raise TranspileError("derivatives of derivatives (grad of grad) with pytree "
-                             "arguments are not supported yet", user_location(),
-                             "differentiate with respect to array arguments")
-    from transpiler import numpy as jnp
-    if bar is None:
-        return jnp.zeros_like(primal)
-    return bar
+    """The gradient of one argument: `bar` with the primal's structure and dtypes, zeros
+    where nothing flowed. Differentiated as the identity in `bar` (classify: "pass")."""
+    from transpiler.transforms.api import _finalize
+    return _finalize(bar, primal)
 
 
 def or_zeros(bar: Any, primal: Any) -> Any:
