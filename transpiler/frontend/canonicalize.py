@@ -27,6 +27,7 @@ from transpiler.frontend.passes import (
     Stage,
     parenthesize,
     run_stages,
+    walk_statements,
 )
 
 Statements = list[cst.BaseStatement]
@@ -368,11 +369,15 @@ class RemoveEarlyReturns(LocatedTransformer):
 
 CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
-    Stage("expand-elif", ExpandElif, triggers=(cst.If,)),
+    Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
+        isinstance(s, cst.If) and isinstance(s.orelse, cst.If)
+        for s in walk_statements(func.body))),
     Stage("expand-aug-assign", ExpandAugAssign, triggers=(cst.AugAssign,)),
     Stage("lower-for-loops", LowerForLoops, triggers=(cst.For,)),
-    Stage("remove-break-continue", RemoveBreakContinue,
-          triggers=(cst.Break, cst.Continue, cst.Else)),  # loop `else` too
+    Stage("remove-break-continue", RemoveBreakContinue, needed=lambda func, counts: bool(
+        counts[cst.Break] or counts[cst.Continue] or any(
+            isinstance(s, (cst.For, cst.While)) and s.orelse is not None
+            for s in walk_statements(func.body)))),
     Stage("remove-early-returns", RemoveEarlyReturns, needed=lambda func, counts: not (
         counts[cst.Return] == 1 and counts[cst.FunctionDef] == 1 and _ends_in_return(func))),
 ]

@@ -44,24 +44,36 @@ def _mangle(template: str, nodes: dict[str, cst.BaseExpression]
     return _PLACEHOLDER.sub(replace, template), by_name
 
 
-def _names_only(template: str, nodes: dict[str, cst.BaseExpression]) -> str | None:
-    """The template's text with each placeholder replaced by its Name, when every
-    replacement is a plain Name (most are): one native parse, no splicing pass."""
-    for node in nodes.values():
-        if type(node) is not cst.Name or node.lpar:
+def _as_text(template: str, nodes: dict[str, cst.BaseExpression]) -> str | None:
+    """The template's text with each placeholder replaced by its node's code, when every
+    replacement is an atom (a Name, an attribute, a call, a subscript ...: most are), so
+    that the text means what the tree would: one native parse, no splicing pass."""
+    codes = {}
+    for name, node in nodes.items():
+        if type(node) is cst.Name:
+            codes[name] = node.value
+        elif isinstance(node, _ATOMS) or node.lpar:
+            codes[name] = _EMPTY.code_for_node(node)
+        else:
             return None
 
     def replace(match: re.Match) -> str:
         name = match.group(1)
-        if name not in nodes:
+        if name not in codes:
             raise ValueError(f"template {template!r} has no value for {{{name}}}")
-        return nodes[name].value  # type: ignore[attr-defined]
+        return codes[name]
 
     return _PLACEHOLDER.sub(replace, template)
 
 
+_EMPTY = cst.Module(body=[])
+# Expressions whose code binds tighter than any operator a template may put around them.
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+          cst.SimpleString, cst.List, cst.Dict)
+
+
 def parse_template_expression(template: str, **nodes: cst.BaseExpression) -> cst.BaseExpression:
-    plain = _names_only(template, nodes)
+    plain = _as_text(template, nodes)
     if plain is not None:
         return cst.parse_expression(plain)
     text, by_name = _mangle(template, nodes)
@@ -74,7 +86,7 @@ def parse_template_expression(template: str, **nodes: cst.BaseExpression) -> cst
 
 
 def parse_template_statement(template: str, **nodes: cst.BaseExpression) -> cst.BaseStatement:
-    plain = _names_only(template, nodes)
+    plain = _as_text(template, nodes)
     if plain is not None:
         return cst.parse_statement(plain if plain.endswith("\n") else plain + "\n")
     text, by_name = _mangle(template, nodes)

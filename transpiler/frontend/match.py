@@ -93,10 +93,11 @@ def matches(node: Any, pattern: BaseMatcherNode) -> bool:
 
 def findall(tree: cst.CSTNode, pattern: BaseMatcherNode) -> list[cst.CSTNode]:
     """Every node under `tree` (itself included) that matches, in source order."""
-    return [node for node in _preorder(tree) if pattern.match(node)]
+    return [node for node in preorder(tree) if pattern.match(node)]
 
 
-def _preorder(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def preorder(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and the nodes below it in source order (whitespace and punctuation left out)."""
     from transpiler.frontend.passes import child_nodes
     stack = [root]
     while stack:

@@ -105,6 +105,8 @@ class LocatedTransformer(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
         result = super().on_leave(original_node, updated_node)
+        if result is original_node:  # unchanged: it keeps its own location
+            return result
         loc = self.ctx.locations.get(original_node)
         if loc is not None:
             nodes = result.nodes if isinstance(result, cst.FlattenSentinel) else [result]

@@ -107,6 +107,20 @@ def _collect_names(node: cst.CSTNode, found: list[str]) -> None:
     elif kind in (cst.Tuple, cst.List):
         for element in node.elements:  # type: ignore[attr-defined]
             _collect_names(element.value, found)
+    elif kind is cst.Subscript:
+        _collect_names(node.value, found)  # type: ignore[attr-defined]
+        for element in node.slice:  # type: ignore[attr-defined]
+            index = element.slice
+            if type(index) is cst.Index:
+                _collect_names(index.value, found)
+            else:  # a Slice
+                for part in (index.lower, index.upper, index.step):
+                    if part is not None:
+                        _collect_names(part, found)
+    elif kind is cst.Comparison:
+        _collect_names(node.left, found)  # type: ignore[attr-defined]
+        for target in node.comparisons:  # type: ignore[attr-defined]
+            _collect_names(target.comparator, found)
     elif kind in _CONSTANTS:
         pass
     else:

@@ -41,7 +41,14 @@ _Node = TypeVar("_Node", bound=cst.CSTNode)
 
 def rename(node: _Node, mapping: dict[str, str]) -> _Node:
     # RenameNames only replaces Names, never removes or flattens a node.
-    return cast(_Node, node.visit(RenameNames(mapping))) if mapping else node
+    changes = {old: new for old, new in mapping.items() if old != new}
+    if not changes:
+        return node
+    if isinstance(node, cst.BaseExpression):  # most values: skip the transformer if untouched
+        from transpiler.transforms.classify import names_in
+        if not any(name in changes for name in names_in(node)):
+            return node
+    return cast(_Node, node.visit(RenameNames(changes)))
 
 
 def assigned_names(target: cst.BaseAssignTargetExpression) -> list[str]:
