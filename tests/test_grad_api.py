@@ -131,6 +131,26 @@ def test_converting_a_differentiated_value_to_python_is_an_error():
     assert info.value.file == __file__
 
 
+def sin_and_cos(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def pick_one(x, flag):
+    a, b = sin_and_cos(x)
+    if flag:
+        out = jnp.sum(a)
+    else:
+        out = jnp.sum(b)
+    return out
+
+
+def test_unpacked_pair_where_only_one_element_gets_a_cotangent():
+    # Regression: the adjoint of `a, b = t` ran only when a's cotangent was not None.
+    x = np.array([0.3, 0.5], np.float32)
+    np.testing.assert_allclose(np.asarray(tp.grad(pick_one)(x, False)), -np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(tp.grad(pick_one)(x, True)), np.cos(x), rtol=1e-6)
+
+
 def halve_until_small(x):
     y = x
     while jnp.abs(y) > 1e-3:  # the trip count depends on the value of x

@@ -11,3 +11,4 @@ from transpiler.primitives.core import REGISTRY, Primitive, ShapedArray, bind
 __all__ = ["REGISTRY", "Primitive", "ShapedArray", "bind"]
 
 from transpiler.primitives import vjp_rules  # noqa: E402,F401  (fills prim.vjp)
+from transpiler.primitives import jvp_rules  # noqa: E402,F401  (fills prim.jvp)

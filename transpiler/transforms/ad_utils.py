@@ -211,6 +211,26 @@ def _pieces(line: cst.BaseStatement) -> list[tuple[str, str]]:
     return pieces
 
 
+_EXPRESSION_PIECES: dict[str, list[tuple[str, str]]] = {}
+
+
+def _expression_pieces(expression: str) -> list[tuple[str, str]]:
+    """`_pieces` of an expression's source text (a JVP template's contribution)."""
+    pieces = _EXPRESSION_PIECES.get(expression)
+    if pieces is None:
+        import ast
+        spots = sorted((n.col_offset, n.end_col_offset, n.id)  # type: ignore[misc]
+                       for n in ast.walk(ast.parse(expression, mode="eval"))
+                       if isinstance(n, ast.Name))
+        pieces, at = [], 0
+        for begin, end, name in spots:
+            pieces.append((expression[at:begin], name))
+            at = end  # type: ignore[assignment]
+        pieces.append((expression[at:], ""))
+        _EXPRESSION_PIECES[expression] = pieces
+    return pieces
+
+
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 

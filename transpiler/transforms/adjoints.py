@@ -56,8 +56,11 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
                 raise gen.error(stmt, "unpacking (*x) of a differentiated value in a "
                                 "container literal is not supported yet")
             if isinstance(item, cst.Name):
+                first = item.value not in gen.has_bar
                 out += gen.accumulate(item.value, parse_template_expression(
                     "ad.item({g}, {k})", g=bar, k=key))
+                if first and item.value in gen.has_bar:  # an element may get no cotangent
+                    gen.maybe_none.add(item.value)
         return out
     if op.kind == "attribute":
         fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
@@ -110,6 +113,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return runtime_rule(gen, stmt, call, args, t)
     if kind == "custom":
         return custom_rule(gen, stmt, op.callee, call, args, t)
+    if kind == "custom_jvp":  # reverse mode from its forward rule (see custom_jvp.py)
+        return runtime_rule(gen, stmt, call, args, t, helper="custom_jvp_vjp")
     if kind in ("primitive", "function"):
         return call_rule(gen, stmt, op.callee, args, t)
     what = cst.Module([]).code_for_node(call.func)
@@ -268,6 +273,10 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
     come from ``ad.<helper>(f, args, kwargs, t_bar)``, one per positional argument; `slots`
     ((variable, index) pairs) says which to accumulate (default: the active positional)."""
     positional = [a for a in args if a.keyword is None and a.star != "**"]
+    if slots is None and any(_active_name(gen, a.value) for a in args  # only positional
+                             if a.keyword is not None or a.star == "**"):  # cotangents return
+        raise gen.error(stmt, "a differentiated value passed as a keyword argument to a "
+                        "function known only at run time", "pass it positionally")
     stars = [i for i, a in enumerate(positional) if a.star == "*"]
     if len(stars) > 1:
         raise gen.error(stmt, "more than one *-argument in a call of a function known only "

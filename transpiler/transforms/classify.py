@@ -9,6 +9,7 @@ selection (primitive template, recursive transform of a composite, or a structur
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -43,7 +44,7 @@ ATTRIBUTE_TO_FUNCTION = {"T": "transpose", "mT": "matrix_transpose", "real": "re
 STATIC_BUILTINS = frozenset({len, isinstance, type, range, int, float, bool, str, print,
                              repr, hasattr, getattr, callable, id, hash, enumerate, zip,
                              sorted, reversed, slice, builtins.max, builtins.min, abs,
-                             builtins.all, builtins.any})
+                             builtins.all, builtins.any, frozenset, set})
 PASS_THROUGH = frozenset({tuple, list})
 # Modules of the library whose functions only inspect shapes, dtypes and axes.
 STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpiler.config"})
@@ -53,9 +54,14 @@ def _static_functions() -> frozenset:
     from transpiler import lax
     from transpiler import numpy as jnp
     from transpiler.primitives import core
-    from transpiler.transforms import runtime_helpers
+    from transpiler.transforms import api, forward_api, forward_helpers, runtime_helpers
+    # ... and the transforms' own machinery, reached through the run-time helpers of
+    # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
-                      lax.stop_gradient, runtime_helpers.vjp_rule,
+                      lax.stop_gradient, runtime_helpers.vjp_rule, api.vjp_function,
+                      forward_api.jvp_function, runtime_helpers._differentiable,
+                      forward_helpers.jvp_rule,
+                      inspect.signature,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
 
@@ -211,8 +217,10 @@ def _cotangent_helpers() -> dict[int, str]:
     linear maps they are -- second-order derivatives run through them, and their source
     walks containers in ways the transforms do not take apart (comprehensions)."""
     if not _HELPER_KINDS:
+        from transpiler.transforms import api, forward_helpers
         from transpiler.transforms import runtime_helpers as rh
-        _HELPER_KINDS.update({id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
+        _HELPER_KINDS.update({id(api._as_arrays): "pass", id(forward_helpers._filled): "pass",
+                              id(forward_helpers.zeros_like_tree): "static",id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
                               id(rh.index_bar): "cotangent_index_bar",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass"})
@@ -229,6 +237,9 @@ def callee_kind(callee: Any) -> str:
         return "primitive" if callee.differentiable else "static"
     if isinstance(callee, CustomVJP):
         return "custom"
+    from transpiler.transforms.custom_jvp import CustomJVP
+    if isinstance(callee, CustomJVP):
+        return "custom_jvp"
     if callee is _MISSING:
         return "unknown"
     if isinstance(callee, tuple):

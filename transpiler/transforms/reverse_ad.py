@@ -240,6 +240,20 @@ class ReverseAD:
                 if isinstance(t.target, cst.Name):
                     self.definitions[t.target.value] = assign
             op = self.op_of(assign)
+            target = assign.targets[0].target
+            source = self.definitions.get(assign.value.value) \
+                if isinstance(assign.value, cst.Name) else None
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(source, cst.Assign) \
+                    and isinstance(source.value, (cst.Tuple, cst.List)) and \
+                    len(source.value.elements) == len(assigned_names(target)):
+                # a, b = (x, y): each name is as active as its own element
+                elements = [e.value.value if isinstance(e.value, cst.Name) else None
+                            for e in source.value.elements]
+                names = assigned_names(target)
+                if any(e in self.active for e in elements):
+                    self.active_statements.add(assign)
+                    self.active.update(n for n, e in zip(names, elements) if e in self.active)
+                continue
             if op.kind == "call" and cl.callee_kind(op.callee) == "seed":
                 reads = op.operands[:1]  # ad.seed(out_bar, out): only the cotangent flows
             else:
@@ -289,7 +303,10 @@ class ReverseAD:
             if assign not in self.active_statements or not any(
                     t in self.active and t in self.has_bar for t in targets):
                 continue
-            guarded = [t for t in targets if t in self.maybe_none]
+            # Skip the adjoint when its cotangent is None (zero) at run time: when every
+            # target's cotangent may be None, it runs if any of them is not.
+            with_bar = [t for t in targets if t in self.active and t in self.has_bar]
+            guarded = with_bar if all(t in self.maybe_none for t in with_bar) else []
             had = set(self.has_bar)
             try:
                 lines = adjoint_of(self, stmt, assign)
@@ -299,8 +316,8 @@ class ReverseAD:
                 fresh = sorted(self.has_bar - had)
                 self.maybe_none.update(fresh)
                 out.extend(parse_template_statement("{b} = None", b=self.bar_node(n)) for n in fresh)
-                lines = [cst.If(test=parse_template_expression(
-                    "{b} is not None", b=self.bar_node(guarded[0])), body=cst.IndentedBlock(body=lines))]
+                test = " or ".join(f"{self.bar(t)} is not None" for t in guarded)
+                lines = [cst.If(test=cst.parse_expression(test), body=cst.IndentedBlock(body=lines))]
             for name in targets:
                 if name in resets:
                     lines.append(parse_template_statement("{b} = None", b=self.bar_node(name)))

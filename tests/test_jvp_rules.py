@@ -1,0 +1,366 @@
+"""Registry-driven checks of the JVP templates (transpiler/primitives/jvp_rules.py).
+
+The primitive calls are those of tests/test_vjp_rules.py (every call the registry cases
+make, plus its EXTRA calls) and a few kinks below. Each call is replayed in float64 and:
+
+1. each operand's tangent is compared with central finite differences along a random
+   direction, ``(f(x + eps v) - f(x - eps v)) / (2 eps)``, away from kinks;
+2. the JVP is checked against the VJP template by the dot-product test
+   ``<u, jvp(v)> == sum_i <vjp(u)_i, v_i>`` -- also at kinks, where both rules must follow
+   the same convention (ties, abs at 0);
+3. tangents have the output's shape and dtype in the recorded dtypes and in bfloat16.
+
+A few calls are also compared with ``jax.jvp`` when JAX is installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import zlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+import transpiler as tp
+from tests.test_vjp_rules import (EXTRA, RECORDED, _as_float64, _dnums_batch, _dup, _is_float,
+                                  _params64, _signature, _x, _zeros_1d, _zeros_2d)
+from transpiler import dtypes
+from transpiler.config import config
+from transpiler.primitives import REGISTRY
+from transpiler.transforms import adjoint_helpers, tangent_helpers
+from transpiler.transforms.jvp_templates import JVPTemplate, jvp_template
+from transpiler.transforms.templates import TemplateError
+
+EPS = 1e-6
+
+_ties = np.array([[1.0, 3.0, 3.0, 0.0, 3.0, -1.0], [2.0, 2.0, -1.0, 2.0, 2.0, 1.0]])
+_unique = np.array([[3], [0], [7], [1]], np.int32)
+_tied_updates = np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 0.0], [9.0, 9.0, 9.0],
+                          [-2.0, 0.25, 3.0]])
+_tied_operand = np.array([[0.0, 1.0, 2.0], [-2.0, 1.0, 0.5], [3.0, 0.0, -1.0],
+                          [0.5, 1.0, -1.0], [1.0, 1.0, 1.0]])
+
+# Kinks, where the dot-product test pins the JVP to the VJP's convention.
+KINKS: dict[str, list[tuple[tuple, dict]]] = {
+    "abs": [((np.array([0.0, -1.0, 2.0, 0.0]),), {})],
+    "maximum": [((np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])), {}),
+                ((_ties, np.float64(2.0)), {})],
+    "minimum": [((np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])), {})],
+    "reduce_max": [((_ties,), {"axes": (1,)}), ((_ties,), {"axes": (0, 1)})],
+    "reduce_min": [((_ties,), {"axes": (0,)})],
+    "cummax": [((_ties,), {"axis": 1, "reverse": False}), ((_ties,), {"axis": 1, "reverse": True})],
+    "cummin": [((_ties,), {"axis": 1, "reverse": False}), ((_ties.T,), {"axis": 0, "reverse": True})],
+    "scatter": [((_tied_operand, np.concatenate([_unique, _unique[:1]]),
+                  np.concatenate([_tied_updates, _tied_updates[:1]])), {"mode": mode})
+                for mode in ("min", "max", "set", "multiply")],
+    "concatenate": [((_x(2, 3), np.ones((2, 2), np.int32), _x(2, 1, seed=1)), {"axis": 1})],
+    "select": [((_ties > 1.5, _ties, np.float64(-1.0)), {})],
+    "power": [((np.array([0.0, 2.0, 0.5]), np.array([2.0, 0.0, 1.5])), {})],
+}
+
+DIFFERENTIABLE = sorted(n for n, p in REGISTRY.items() if p.differentiable)
+
+
+def _calls(name: str) -> list[tuple[tuple, dict]]:
+    return RECORDED.get(name, []) + EXTRA.get(name, []) + KINKS.get(name, [])
+
+
+def _prepared(prim: Any, args: tuple, params: dict) -> tuple[tuple, dict, np.ndarray]:
+    args = tuple(_as_float64(a) for a in args)
+    params = _params64(params)
+    return args, params, np.asarray(prim.bind(*args, **params))
+
+
+def _jvp(prim: Any, args: tuple, tangents: list, params: dict, out: np.ndarray) -> Any:
+    return prim.jvp.evaluate(args, tangents, params, out)
+
+
+# --- 1. every differentiable primitive has a rule ---------------------------------------------
+
+def test_every_differentiable_primitive_has_a_jvp_rule():
+    missing = sorted(n for n, p in REGISTRY.items()
+                     if p.differentiable and not isinstance(p.jvp, JVPTemplate))
+    assert not missing, f"differentiable primitives without a JVP template: {missing}"
+    stray = sorted(n for n, p in REGISTRY.items() if not p.differentiable and p.jvp is not None)
+    assert not stray, f"non-differentiable primitives with a JVP template: {stray}"
+    for name in DIFFERENTIABLE:
+        jvp, vjp = REGISTRY[name].jvp, REGISTRY[name].vjp
+        assert (jvp.operands, jvp.variadic) == (vjp.operands, vjp.variadic), \
+            f"{name}: JVP operands {jvp.operands} differ from the VJP's {vjp.operands}"
+
+
+# --- 2. finite differences --------------------------------------------------------------------
+
+def _check_finite_differences(prim: Any, args: tuple, params: dict,
+                              rng: np.random.Generator) -> int:
+    """Each floating operand's tangent alone against central differences; returns how
+    many elements were compared (kinks, where one-sided differences disagree, are not)."""
+    args, params, out = _prepared(prim, args, params)
+    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+        return 0
+    label = _signature(prim, args, params)
+    compared = 0
+    for i, x in enumerate(args):
+        if not _is_float(x):
+            continue
+        v = rng.standard_normal(x.shape)
+        tangents = [v if j == i else None for j in range(len(args))]
+        t = np.asarray(_jvp(prim, args, tangents, params, out))
+        assert t.shape == out.shape, f"{label}: operand {i}: tangent shape {t.shape}"
+        if out.dtype.kind != "f":  # integer/bool results carry no derivative
+            np.testing.assert_array_equal(t, 0, err_msg=label)
+            continue
+        assert t.dtype == out.dtype, f"{label}: operand {i}: tangent dtype {t.dtype}"
+
+        def f(step: float, i: int = i, x: np.ndarray = x, v: np.ndarray = v) -> np.ndarray:
+            moved = list(args)
+            moved[i] = x + step * v
+            return np.asarray(prim.bind(*moved, **params), np.float64)
+
+        plus, minus = f(EPS), f(-EPS)
+        central = (plus - minus) / (2 * EPS)
+        smooth = np.isclose((plus - out) / EPS, (out - minus) / EPS, rtol=1e-3, atol=1e-3)
+        scale = 1e-6 * (1 + np.max(np.abs(central[smooth]), initial=0.0))
+        np.testing.assert_allclose(t[smooth], central[smooth], rtol=1e-5, atol=scale,
+                                   err_msg=f"{label}: operand {i}")
+        compared += int(np.sum(smooth))
+    return compared
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_jvp_matches_finite_differences(name, monkeypatch):
+    monkeypatch.setattr(config, "enable_x64", True)
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    compared = sum(_check_finite_differences(prim, args, params, rng)
+                   for args, params in _calls(name))
+    assert compared, f"{name}: no call with floating operands away from kinks"
+
+
+# --- 3. the dot-product test against the VJP template -----------------------------------------
+
+def _check_transpose(prim: Any, args: tuple, params: dict, rng: np.random.Generator) -> bool:
+    args, params, out = _prepared(prim, args, params)
+    if out.dtype.kind != "f" or not np.all(np.isfinite(out)):
+        return False
+    u = rng.standard_normal(out.shape)
+    tangents = [rng.standard_normal(a.shape) if _is_float(a) else None for a in args]
+    if all(t is None for t in tangents):
+        return False
+    jvp = np.asarray(_jvp(prim, args, tangents, params, out))
+    bars = prim.vjp.evaluate(args, params, out, u)
+    pairs = [(np.asarray(bar), v) for bar, v in zip(bars, tangents) if v is not None]
+    if not (np.all(np.isfinite(jvp)) and all(np.all(np.isfinite(b)) for b, _ in pairs)):
+        return False
+    lhs = float(np.sum(u * jvp))
+    rhs = sum(float(np.sum(bar * v)) for bar, v in pairs)
+    scale = float(np.sum(np.abs(u * jvp))) + sum(float(np.sum(np.abs(b * v))) for b, v in pairs)
+    assert abs(lhs - rhs) <= 1e-8 * scale + 1e-12, (
+        f"{_signature(prim, args, params)}: <u, jvp(v)> = {lhs} but <vjp(u), v> = {rhs}")
+    return True
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_jvp_is_the_transpose_of_the_vjp(name, monkeypatch):
+    monkeypatch.setattr(config, "enable_x64", True)
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    checked = [_check_transpose(prim, args, params, rng) for args, params in _calls(name)]
+    assert any(checked), f"{name}: no call with a floating result to check"
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_tangents_have_the_output_shape_and_dtype(name):
+    """In the recorded dtypes (float16, bfloat16, mixed promotions) and with the floats
+    cast to bfloat16."""
+    prim = REGISTRY[name]
+    to_bf16 = lambda a: a.astype(dtypes.bfloat16) if isinstance(a, np.ndarray) and \
+        dtypes.is_float(a.dtype) else a  # noqa: E731
+    calls = RECORDED.get(name, []) + EXTRA.get(name, [])
+    calls += [(tuple(to_bf16(a) for a in args), params) for args, params in calls]
+    for args, params in calls:
+        out = prim.bind(*args, **params)
+        floats = [isinstance(a, np.ndarray) and dtypes.is_float(a.dtype) for a in args]
+        tangents = [np.ones(a.shape, a.dtype) if f else None for a, f in zip(args, floats)]
+        t = _jvp(prim, args, tangents, params, out)
+        label = _signature(prim, args, params)
+        if not any(floats):
+            assert t is None, label
+            continue
+        assert t.shape == out.shape, f"{label}: tangent shape {t.shape} for {out.shape}"
+        if dtypes.is_float(out.dtype):
+            assert t.dtype == out.dtype, f"{label}: tangent {t.dtype} for {out.dtype}"
+
+
+# --- the same templates under jit -------------------------------------------------------------
+
+JIT_CALLS = ["reduce_prod", "cumprod", "cummax", "pad", "dot_general", "scatter", "gather",
+             "dynamic_update_slice", "dynamic_slice", "slice", "concatenate", "reduce_max"]
+
+
+def test_templates_stage_under_jit():
+    """The helpers are plain jnp code: staged in one jitted module they give the eager
+    tangents."""
+    calls = [(REGISTRY[n], *EXTRA[n][0]) for n in JIT_CALLS]
+    calls = [(p, tuple(np.asarray(a, np.float32) if _is_float(a) else a for a in args), params)
+             for p, args, params in calls]
+    outs = [np.asarray(p.bind(*args, **params)) for p, args, params in calls]
+    tangents = [[np.random.default_rng(k).standard_normal(np.shape(a)).astype(np.float32)
+                 if isinstance(a, np.ndarray) and a.dtype == np.float32 else None for a in args] for k, (_, args, _) in enumerate(calls)]
+
+    def all_tangents(arguments, results, dots):
+        return [p.jvp.evaluate(a, t, params, o) for (p, _, params), a, o, t
+                in zip(calls, arguments, results, dots)]
+
+    staged = tp.jit(all_tangents)([a for _, a, _ in calls], outs, tangents)
+    eager = all_tangents([a for _, a, _ in calls], outs, tangents)
+    for (prim, _, _), got, want in zip(calls, staged, eager):
+        assert got.dtype == want.dtype, f"{prim.name}: {got.dtype} != {want.dtype}"
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5,
+                                   err_msg=prim.name)
+
+
+# --- cross-checks against jax.jvp (float32, JAX's default) ------------------------------------
+
+def _jax_cases() -> list[tuple[str, tuple, dict, Any]]:
+    jax = pytest.importorskip("jax")
+    jnp_, lax_ = jax.numpy, jax.lax
+    f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
+    dnums = lax_.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                         scatter_dims_to_operand_dims=(0,))
+    gnums = lax_.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                        start_index_map=(0,))
+    drop, clip = lax_.GatherScatterMode.FILL_OR_DROP, lax_.GatherScatterMode.CLIP
+    near_gather = np.array([[0], [4], [9], [-3], [4]], np.int32)
+    op, upd = f32(_x(5, 3)), f32(_x(4, 3, seed=1))
+    # (primitive, args, params, the same function in JAX)
+    return [
+        ("abs", (f32([0, -1, 2]),), {}, jnp_.abs),
+        ("maximum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.maximum),
+        ("minimum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.minimum),
+        ("reduce_max", (f32(_ties),), {"axes": (1,)}, lambda x: jnp_.max(x, axis=1)),
+        ("reduce_min", (f32(_ties),), {"axes": (0, 1)}, jnp_.min),
+        ("sign", (f32([0, -1, 2]),), {}, jnp_.sign),
+        ("floor", (f32([0.5, -1.5, 2]),), {}, jnp_.floor),
+        ("remainder", (f32([5.5, -5.5, 3.0, -2.0]), f32([2.0, 2.0, -1.25, -0.75])), {},
+         jnp_.remainder),
+        ("power", (f32([0.5, 2.0, 0.0]), f32([1.5, 0.0, 2.0])), {}, jnp_.power),
+        ("integer_pow", (f32([0.5, -2.0, 3.0]),), {"y": -2}, lambda x: lax_.integer_pow(x, -2)),
+        ("logistic", (f32([-3, 0, 2]),), {}, lax_.logistic),
+        ("rsqrt", (f32([0.5, 2.0]),), {}, lax_.rsqrt),
+        ("cbrt", (f32([-8.0, 0.5, 27.0]),), {}, lax_.cbrt),
+        ("arctan2", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.arctan2),
+        ("true_divide", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.divide),
+        ("select", (np.array([True, False, True]), f32([1, 2, 3]), f32([4, 5, 6])), {},
+         lambda x, y: lax_.select(np.array([True, False, True]), x, y)),
+        ("dot_general", (f32(_x(2, 3, 4)), f32(_x(4, 2, 5, seed=1))),
+         {"dimension_numbers": _dnums_batch, "preferred_element_type": None},
+         lambda a, b: lax_.dot_general(a, b, _dnums_batch)),
+        ("cumprod", (f32(_zeros_1d),), {"axis": 0, "reverse": False}, lax_.cumprod),
+        ("cumprod", (f32(_zeros_2d),), {"axis": 1, "reverse": True},
+         lambda x: lax_.cumprod(x, axis=1, reverse=True)),
+        ("cummax", (f32(_x(4, 6)),), {"axis": 1, "reverse": True},
+         lambda x: lax_.cummax(x, axis=1, reverse=True)),
+        ("cumsum", (f32(_x(4, 6)),), {"axis": 0, "reverse": True},
+         lambda x: lax_.cumsum(x, axis=0, reverse=True)),
+        ("reduce_prod", (f32(_zeros_2d),), {"axes": (1,)}, lambda x: jnp_.prod(x, axis=1)),
+        ("reduce_prod", (f32([[0.0, 0.0, 2.0], [1.5, 2.0, -1.0]]),), {"axes": (1,)},
+         lambda x: jnp_.prod(x, axis=1)),
+        ("pad", (f32(_x(3, 4)), np.float32(0.5)),
+         {"low": (1, -1), "high": (-1, 2), "interior": (1, 2)},
+         lambda x, v: lax_.pad(x, v, [(1, -1, 1), (-1, 2, 2)])),
+        ("slice", (f32(_x(5, 7)),), {"start_indices": (1, 0), "limit_indices": (5, 7),
+                                     "strides": (2, 3)},
+         lambda x: lax_.slice(x, (1, 0), (5, 7), (2, 3))),
+        ("concatenate", (f32(_x(2, 3)), f32(_x(2, 1, seed=1))), {"axis": 1},
+         lambda a, b: lax_.concatenate([a, b], 1)),
+        ("dynamic_slice", (f32(_x(6, 4)), np.int32(5), np.int32(1)), {"slice_sizes": (3, 2)},
+         lambda x: lax_.dynamic_slice(x, (5, 1), (3, 2))),
+        ("dynamic_update_slice", (f32(_x(6, 4)), f32(_x(2, 3, seed=1)), np.int32(5),
+                                  np.int32(3)), {},
+         lambda x, u: lax_.dynamic_update_slice(x, u, (5, 3))),
+        ("gather", (f32(_x(5, 3)), near_gather), {},
+         lambda x: lax_.gather(x, near_gather, gnums, (1, 3), mode=clip)),
+        ("scatter", (op, _dup, f32(_x(6, 3, seed=1))), {"mode": "add"},
+         lambda x, u: lax_.scatter_add(x, _dup, u, dnums, mode=drop)),
+        ("scatter", (op, _unique, upd), {"mode": "set"},
+         lambda x, u: lax_.scatter(x, _unique, u, dnums, mode=drop)),
+        ("scatter", (op, _unique, upd), {"mode": "multiply"},
+         lambda x, u: lax_.scatter_mul(x, _unique, u, dnums, mode=drop, unique_indices=True)),
+        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "max"},
+         lambda x, u: lax_.scatter_max(x, _unique, u, dnums, mode=drop)),
+        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "min"},
+         lambda x, u: lax_.scatter_min(x, _unique, u, dnums, mode=drop)),
+    ]
+
+
+def test_tangents_match_jax():
+    import jax
+    cases = _jax_cases()
+    primals, tangents, ours = [], [], []
+    for k, (name, args, params, _) in enumerate(cases):
+        prim = REGISTRY[name]
+        out = np.asarray(prim.bind(*args, **params))
+        rng = np.random.default_rng(k)
+        floats = [i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32]
+        dots = [rng.standard_normal(np.shape(a)).astype(np.float32) if i in floats else None
+                for i, a in enumerate(args)]
+        ours.append(np.asarray(prim.jvp.evaluate(args, dots, params, out)))
+        primals.append(tuple(args[i] for i in floats))
+        tangents.append(tuple(dots[i] for i in floats))
+
+    @jax.jit  # one compile for all the cases
+    def jax_tangents(primals, tangents):
+        return [jax.jvp(fn, p, t)[1] for (_, _, _, fn), p, t in zip(cases, primals, tangents)]
+
+    for (name, _, params, _), got, want in zip(cases, ours, jax_tangents(primals, tangents)):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{name} {params}")
+
+
+# --- the template API -------------------------------------------------------------------------
+
+def test_contributions_and_evaluate():
+    template = jvp_template(("x", "*xs"), x="x_dot * 2", xs="ad.tangents_or_zeros(xs_dot, xs)[0]")
+    assert template.differentiable == ("x", "xs") and template.variadic
+    assert template.contribution("x") == "x_dot * 2"
+    assert "xs_dot" in template.reads["xs"]
+    one = np.ones(3)
+    assert template.evaluate([one, one, one], [None, None, None], {}, one) is None
+    got = template.evaluate([one, one, one], [one, None, 3 * one], {}, one)
+    np.testing.assert_array_equal(np.asarray(got), 2 * one)  # xs_dot[0] is None: zeros
+    scatter = REGISTRY["scatter"].jvp
+    with pytest.raises(TemplateError, match="not differentiated"):
+        scatter.contribution("indices")
+
+
+def test_malformed_templates_are_rejected():
+    with pytest.raises(TemplateError, match="names no operand"):
+        jvp_template(("x",), z="x_dot")
+    with pytest.raises(TemplateError, match="reads"):
+        jvp_template(("x", "y"), x="x_dot + y_dot")
+    with pytest.raises(TemplateError, match="reads"):
+        jvp_template(("x",), x="out_bar * x_dot")
+    with pytest.raises(TemplateError, match="one expression"):
+        jvp_template(("x",), x="t = x_dot")
+    with pytest.raises(TemplateError, match="variadic"):
+        jvp_template(("*xs", "y"), y="y_dot")
+
+
+def test_tangent_helpers_shadow_no_ad_name():
+    """`adjoint_helpers` re-exports tangent_helpers with a star import: no name of it may
+    replace one that the ``ad`` namespace already has."""
+    tree = ast.parse(inspect.getsource(adjoint_helpers))
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module != tangent_helpers.__name__:
+            own |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Assign):
+            own |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    assert not own & set(tangent_helpers.__all__), sorted(own & set(tangent_helpers.__all__))
+    for name in tangent_helpers.__all__:
+        assert getattr(adjoint_helpers, name) is getattr(tangent_helpers, name)

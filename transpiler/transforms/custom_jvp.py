@@ -1,0 +1,86 @@
+"""``custom_jvp``: a function with a hand-written forward-mode rule (JAX's conventions).
+
+    @transpiler.custom_jvp
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, y = primals
+        x_dot, y_dot = tangents
+        return f(x, y), jnp.cos(x) * x_dot * y + jnp.sin(x) * y_dot
+
+Calling ``f`` runs the function. ``jvp`` (and everything built on it) uses the rule;
+``grad``/``vjp`` use it too, as JAX does: the rule is linear in the tangents, so the
+cotangent of each input is read off one basis tangent at a time (one rule call per input
+element -- fine for the small functions custom rules are written for). With
+``nondiff_argnums``, those arguments are static and come first: ``rule(*nondiff, primals,
+tangents)``, where primals and tangents cover the other arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from transpiler.errors import TranspileError, user_location
+
+
+class CustomJVP:
+    """A function with a custom forward-mode rule; see the module docstring."""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums: tuple[int, ...] = tuple(sorted({int(i) for i in nondiff_argnums}))
+        self.rule: Callable | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fun(*args, **kwargs)
+
+    def defjvp(self, jvp: Callable) -> Callable:
+        """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns it
+        (so ``@f.defjvp`` works as a decorator)."""
+        self.rule = jvp
+        return jvp
+
+    def defjvps(self, *rules: Callable | None) -> None:
+        """One rule per argument, ``rule(tangent, primal_out, *primals)``; None = zero."""
+        def jvp(primals: tuple, tangents: tuple) -> tuple:
+            out = self.fun(*primals)
+            total = None
+            for rule, t in zip(rules, tangents):
+                if rule is not None and t is not None:
+                    term = rule(t, out, *primals)
+                    total = term if total is None else total + term
+            return out, total
+        self.rule = jvp
+
+    def apply(self, primals: tuple, tangents: tuple) -> tuple:
+        """``(out, out_dot)`` from the rule (zeros for missing tangents, as JAX passes)."""
+        from transpiler.transforms.forward_helpers import zeros_like_tree
+        if self.rule is None:
+            raise TranspileError(f"No JVP defined for custom_jvp function "
+                                 f"{getattr(self.fun, '__name__', 'f')} using defjvp.",
+                                 user_location(), "call f.defjvp(rule) before differentiating")
+        tangents = tuple(zeros_like_tree(p) if t is None else t
+                         for p, t in zip(primals, tangents))
+        static = tuple(primals[i] for i in self.nondiff_argnums)
+        keep = [i for i in range(len(primals)) if i not in self.nondiff_argnums]
+        result = self.rule(*static, tuple(primals[i] for i in keep),
+                           tuple(tangents[i] for i in keep))
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TranspileError(
+                f"the custom_jvp rule of {getattr(self.fun, '__name__', 'f')} must return a "
+                f"pair (primal_out, tangent_out), got {type(result).__name__}", user_location())
+        return result[0], result[1]
+
+    def __repr__(self) -> str:
+        return f"custom_jvp({getattr(self.fun, '__name__', self.fun)!r})"
+
+
+def custom_jvp(fun: Callable | None = None, *, nondiff_argnums: Sequence[int] = ()) -> Any:
+    """``jax.custom_jvp``: ``@custom_jvp`` or ``@partial(custom_jvp, nondiff_argnums=(0,))``."""
+    if fun is None:
+        return lambda f: CustomJVP(f, nondiff_argnums)
+    return CustomJVP(fun, nondiff_argnums)
