@@ -152,6 +152,19 @@ def _active_name(gen: Any, node: cst.BaseExpression) -> str | None:
     return None
 
 
+def callee_name(gen: Any, base: str, fn: Any, own: str) -> str:
+    """A name for generated callee `fn` in the function being built (`own`): `base`, or
+    ``base_2``... when taken by another callee, a global, a local or the function itself;
+    recorded in ``gen.extra`` (the names the generated code needs)."""
+    name, k = base, 1
+    while (gen.extra.get(name, fn) is not fn or name in gen.namespace
+           or name in gen.local_names or name == own):
+        k += 1
+        name = f"{base}_{k}"
+    gen.extra[name] = fn
+    return name
+
+
 def _jnp(name: str) -> Any:
     from transpiler import numpy as jnp
     return getattr(jnp, name)

@@ -11,6 +11,7 @@ from transpiler.frontend.cst_templates import parse_template_expression, parse_t
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (
+    callee_name,
     TIGHT_EQUAL,
     _active_name,
     _jnp,
@@ -204,13 +205,7 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
     if not active:
         return []
     base, vjp_fn = gen.vjp_of(fn, frozenset(active))
-    vjp_name, k = base, 1
-    own_name = f"vjp_{gen.func.name.value}"
-    while (gen.extra.get(vjp_name, vjp_fn) is not vjp_fn or vjp_name in gen.namespace
-           or vjp_name in gen.local_names or vjp_name == own_name):
-        k += 1
-        vjp_name = f"{base}_{k}"
-    gen.extra[vjp_name] = vjp_fn
+    vjp_name = callee_name(gen, base, vjp_fn, f"vjp_{gen.func.name.value}")
     gen.callees[vjp_name] = (fn, frozenset(active))
     temp = gen.tmp()
     call = cst.Call(func=cst.Name(vjp_name), args=[

@@ -222,7 +222,7 @@ def _wrapper_function(t: Transformed) -> Callable:
     if t._has_aux:
         grad_expr = f"({grad_expr}, _out[1])" if t._kind == "grad" else grad_expr
     result = grad_expr if t._kind == "grad" else f"(_out, {grad_expr})"
-    name = f"{t._kind}_{getattr(fun, '__name__', 'f')}"
+    name = f"{t._kind}_{getattr(fun, '__name__', 'f')}".replace("<lambda>", "lambda")
     source = (f"def {name}({', '.join(params)}):\n"
               f"    _out, _bars = {vjp_name}({', '.join(params)}, "
               f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"

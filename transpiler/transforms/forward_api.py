@@ -35,7 +35,8 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     parsed = _PARSED.get(fn)
     if parsed is None:
         parsed = _PARSED[fn] = parse_function(fn)
-    generated = ForwardAD(parsed, active, jvp_function).run()
+    from transpiler.frontend import is_library
+    generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
     namespace = dict(parsed.namespace)
     namespace.update(_aliases(parsed.namespace))
     namespace.update(generated.namespace)

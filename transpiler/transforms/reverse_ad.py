@@ -356,7 +356,7 @@ class ReverseAD:
         lines += self.backward(core, resets={c for c, _ in copies})
         self.has_bar = before | (self.has_bar - defined_inside)
         unpack = cast(cst.For, cst.parse_statement(
-            f"for ({', '.join(saved)},) in reversed({tape}):\n    pass\n"))
+            f"for ({', '.join(saved)},) in {tape}[::-1]:\n    pass\n"))
         loop = unpack.with_changes(body=unpack.body.with_changes(
             body=lines or [cst.parse_statement("pass")]))
         return [*init, loop]
