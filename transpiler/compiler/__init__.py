@@ -162,8 +162,11 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
 #   compiles, with the same results, when that check is lifted;
 # - float64 sin/cos/tanh/atan2 lower to libm calls that the embedded linker cannot resolve
 #   ("undefined symbol: tanh"): a system shared library links them from the C library.
+# - constant evaluation at compile time breaks dominance in some large programs (an
+#   unrolled Hessian: "operand #2 does not dominate this use"): it is skipped for them.
 CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
-                 ("undefined symbol", "--iree-llvmcpu-link-embedded=false"))
+                 ("undefined symbol", "--iree-llvmcpu-link-embedded=false"),
+                 ("does not dominate this use", "--iree-opt-const-eval=false"))
 
 
 def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> bytes:
