@@ -49,3 +49,10 @@ def test_without_the_bundle_the_same_code_is_generated(tmp_path):
     assert source(shipped) == source(generated)
     assert shipped.stdout.splitlines()[-1].split()[1] == "False"  # loaded from the bundle
     assert generated.stdout.splitlines()[-1].split()[1] == "True"  # transformed
+
+
+def test_bundle_names_no_path_of_this_checkout():
+    """Shipped entries name the package's files as <transpiler>/...: the same everywhere."""
+    from transpiler.codegen.disk_cache import BUNDLE_DIR, PACKAGE_ROOT
+    for path in BUNDLE_DIR.glob("*.json"):
+        assert PACKAGE_ROOT not in path.read_text(), path.name

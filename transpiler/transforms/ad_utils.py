@@ -139,8 +139,11 @@ def _deferred_error(err: TranspileError) -> cst.BaseStatement:
     """A statement that raises `err` when the backward pass reaches it. Library composites
     have branches that never run for arrays (list inputs, say); only a path that runs may
     fail."""
+    from transpiler.codegen.disk_cache import portable_path
     loc = err.loc
-    where = f"{loc.file!r}, {loc.line}, {loc.col}" if loc is not None else "None, 0, 0"
+    # The library's own files as <transpiler>/...: generated code is shipped (the bundle).
+    where = f"{portable_path(loc.file)!r}, {loc.line}, {loc.col}" if loc is not None \
+        else "None, 0, 0"
     return cst.parse_statement(f"ad.fail({err.message!r}, {err.hint!r}, {where})")
 
 

@@ -183,8 +183,9 @@ def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = No
 
 def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
     """Raise the TranspileError the transform found for a statement, when it is reached."""
+    from transpiler.codegen.disk_cache import local_path
     from transpiler.errors import SourceLocation
-    loc = SourceLocation(file, line, col) if file is not None else None
+    loc = SourceLocation(local_path(file), line, col) if file is not None else None
     raise TranspileError(message, loc, hint)
 
 
