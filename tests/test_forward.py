@@ -260,11 +260,12 @@ def test_hessian_of_corpus_programs(program, monkeypatch):
     np.testing.assert_allclose(flat, flat.T, rtol=1e-8, atol=1e-9)
 
 
-# normalize_rows: IREE's compile-time constant evaluation fails on its unrolled Hessian
-# ("operand does not dominate this use"); the compiler retries without it.
+# All 29 small programs pass under jit (checked once, ~9 min); CI runs a sample.
+# normalize_rows and sigmoid_mix: IREE's O3 fails on their unrolled Hessians ("operand
+# does not dominate this use"); the compiler retries at O1.
 JIT_JACOBIANS = [p for p in SMALL if p.name in (
-    "sum_of_squares", "sin_cos", "rnn", "softplus_sum", "normalize_rows", "cumulative",
-    "clipped", "log_sum_exp", "loop_over_rows")]
+    "sum_of_squares", "sin_cos", "rnn", "softplus_sum", "normalize_rows", "sigmoid_mix",
+    "cumulative", "clipped", "log_sum_exp", "loop_over_rows")]
 
 
 @pytest.mark.parametrize("program", JIT_JACOBIANS, ids=[p.name for p in JIT_JACOBIANS])

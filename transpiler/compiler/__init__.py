@@ -162,11 +162,11 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
 #   compiles, with the same results, when that check is lifted;
 # - float64 sin/cos/tanh/atan2 lower to libm calls that the embedded linker cannot resolve
 #   ("undefined symbol: tanh"): a system shared library links them from the C library.
-# - constant evaluation at compile time breaks dominance in some large programs (an
-#   unrolled Hessian: "operand #2 does not dominate this use"): it is skipped for them.
+# - O3's global optimizations break dominance in some large programs (unrolled Hessians:
+#   "operand #2 does not dominate this use"); those compile at O1.
 CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
                  ("undefined symbol", "--iree-llvmcpu-link-embedded=false"),
-                 ("does not dominate this use", "--iree-opt-const-eval=false"))
+                 ("does not dominate this use", "--iree-opt-level=O1"))
 
 
 def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> bytes:
@@ -180,7 +180,8 @@ def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> b
             if tgt.backend != "llvm-cpu" or fix is None:
                 raise  # any other failure is the user's to see
             log.info("retrying the compile with %s", fix)
-            flags = [*flags, fix]
+            option = fix.split("=")[0] + "="
+            flags = [f for f in flags if not f.startswith(option)] + [fix]
 
 
 def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
