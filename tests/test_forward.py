@@ -279,3 +279,23 @@ def test_jacobians_and_hessian_under_jit(program):
         staged = tp.jit(transform, static_argnums=static)(*args)
         for got, want in zip(tp.tree_util.tree_leaves(staged), tp.tree_util.tree_leaves(eager)):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
+
+
+class _Settings:
+    scale = 2.0
+
+
+ad = _Settings()  # a user global named like the generated code's helper module
+
+
+def uses_ad_name(x):
+    return jnp.sum(jnp.sin(x) * ad.scale)
+
+
+def test_user_names_that_shadow_helper_modules():
+    x = np.array([0.1, 0.2], np.float32)
+    v = np.ones(2, np.float32)
+    out_dot = tp.jvp(uses_ad_name, (x,), (v,))[1]
+    np.testing.assert_allclose(float(out_dot), float(np.sum(np.cos(x) * 2.0)), rtol=1e-6)
+    assert "_ad.tangent_like" in tp.jvp(uses_ad_name).source
+    np.testing.assert_allclose(np.asarray(tp.grad(uses_ad_name)(x)), np.cos(x) * 2.0, rtol=1e-6)

@@ -274,3 +274,31 @@ def index_text(sub: cst.Subscript) -> str:
     if len(parts) == 1 and not (len(sub.slice) == 1 and sub.slice[0].comma != cst.MaybeSentinel.DEFAULT):
         return parts[0]
     return "(" + ", ".join(parts) + ",)"
+
+
+class RenameModules(cst.CSTTransformer):
+    """``ad.x`` -> ``_ad.x`` (and jnp, lax, np) in generated statements, for functions whose
+    globals give those names to something else."""
+
+    def __init__(self, renamed: dict[str, str]) -> None:
+        super().__init__()
+        self.renamed = renamed
+
+    def leave_Attribute(self, original_node: cst.Attribute,
+                        updated_node: cst.Attribute) -> cst.Attribute:
+        base = updated_node.value
+        if isinstance(base, cst.Name) and base.value in self.renamed:
+            return updated_node.with_changes(value=cst.Name(self.renamed[base.value]))
+        return updated_node
+
+
+def _drops(op: cl.Op) -> bool:
+    """Calls that turn an array into a Python number or a NumPy array (``float(x)``,
+    ``np.asarray(x)``): their result carries no derivative."""
+    if op.kind != "call" or isinstance(op.callee, tuple):
+        return False
+    if op.callee in (float, int, bool, complex):
+        return True
+    module = getattr(op.callee, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.") or \
+        type(op.callee).__name__ == "ufunc"

@@ -16,6 +16,7 @@ when that particular value is constant), so an active variable always has a tang
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional
 
 import libcst as cst
@@ -37,7 +38,8 @@ from transpiler.transforms.ad_utils import (
 )
 from transpiler.transforms.forward_rules import CallRules, _text
 from transpiler.transforms.rename import assigned_names
-from transpiler.transforms.reverse_ad import Generated, _drops
+from transpiler.transforms.ad_utils import _drops
+from transpiler.transforms.reverse_ad import Generated
 
 
 class ForwardAD(CallRules):
@@ -68,6 +70,9 @@ class ForwardAD(CallRules):
         self.definitions: dict[str, str] = {}  # name -> "at" | "at_index" (x.at, x.at[i])
         self.at_parts: dict[str, tuple[str, Optional[str]]] = {}  # name -> (x, index text)
         self.packs: dict[str, list[Optional[str]]] = {}  # t = (a, b): t -> ["a", "b"]
+        from transpiler.transforms.api import _aliases
+        self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
+                        if name.startswith("_")}  # e.g. {"ad": "_ad"} (see api._aliases)
 
     # --- helpers -------------------------------------------------------------------------
     def dot(self, name: str) -> str:
@@ -364,10 +369,18 @@ class ForwardAD(CallRules):
                          "rewrite it with transpiler.numpy functions")
 
     def line(self, text: str) -> cst.BaseStatement:
+        """A generated statement; the helper modules (``ad.``, ``jnp.`` ...) under their
+        ``_ad`` ... names when the function's own globals use those names otherwise."""
+        if self.renamed:
+            text = _MODULE_PREFIX.sub(lambda m: self.renamed.get(m.group(1), m.group(1)) + ".",
+                                      text)
         return cst.parse_statement(text + "\n")
 
 def positional_tangent_names(func: cst.FunctionDef, suffix: str) -> list[str]:
     return [f"{p}{suffix}" for p in positional_params(func)]
+
+
+_MODULE_PREFIX = re.compile(r"(?<![\w.])(ad|jnp|lax|np)\.")
 
 
 def _append(stmt: cst.BaseStatement) -> Optional[tuple[str, str]]:

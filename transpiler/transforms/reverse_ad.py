@@ -23,6 +23,8 @@ from transpiler.frontend.cst_templates import parse_template_expression, parse_t
 from transpiler.errors import TranspileError
 from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (
+    RenameModules,
+    _drops,
     _all_assigned,
     _assign,
     _block,
@@ -78,6 +80,9 @@ class ReverseAD:
         from transpiler.errors import _PACKAGE_DIR
         self.user_code = not str(parsed.filename).startswith(_PACKAGE_DIR)
         self.last_comment: Optional[str] = None
+        from transpiler.transforms.api import _aliases
+        self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
+                        if name.startswith("_")}  # e.g. {"ad": "_ad"} (see api._aliases)
 
     # --- helpers -------------------------------------------------------------------------
     def bar(self, name: str) -> str:
@@ -138,6 +143,10 @@ class ReverseAD:
                 body=cst.IndentedBlock(body=[nothing])))
             backward.extend(self.backward(forward))
         result = self.return_statement(out_name, out_expr)
+        if self.renamed:  # the function's own globals use `ad`, `jnp` ... for other things
+            renamer = RenameModules(self.renamed)
+            backward = [cast(cst.BaseStatement, stmt.visit(renamer)) for stmt in backward]
+            result = cast(cst.BaseStatement, result.visit(renamer))
         func = self.func.with_changes(
             name=cst.Name(f"vjp_{self.func.name.value}"),
             params=_with_out_bar(self.func.params, self.out_bar),
@@ -214,6 +223,8 @@ class ReverseAD:
                 items += f", ad.defined(locals(), {tuple(maybe)!r})"
                 saved = saved + [f"({', '.join(maybe)},)"]
             push = cst.parse_statement(f"{tape}.append(({items},))")
+            if self.renamed:
+                push = cast(cst.SimpleStatementLine, push.visit(RenameModules(self.renamed)))
             new_loop = stmt.with_changes(body=stmt.body.with_changes(
                 body=[*core, push, *body[len(core):]]))
             self.ssa.origin[new_loop] = self.ssa.origin.get(stmt, stmt)
@@ -392,15 +403,3 @@ class ReverseAD:
 
 
 __all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]
-
-
-def _drops(op: cl.Op) -> bool:
-    """Calls that turn an array into a Python number or a NumPy array (``float(x)``,
-    ``np.asarray(x)``): their result carries no derivative."""
-    if op.kind != "call" or isinstance(op.callee, tuple):
-        return False
-    if op.callee in (float, int, bool, complex):
-        return True
-    module = getattr(op.callee, "__module__", None) or ""
-    return module == "numpy" or module.startswith("numpy.") or \
-        type(op.callee).__name__ == "ufunc"
