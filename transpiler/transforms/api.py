@@ -41,26 +41,39 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     if loaded is not None:
         _GENERATED[key] = loaded
         return loaded
-    from transpiler.codegen import emit
-    from transpiler.frontend import parse_function
     from transpiler.transforms.reverse_ad import ReverseAD
-    parsed = _PARSED.get(fn)
-    if parsed is None:  # one parse per function, whichever arguments are differentiated
-        parsed = _PARSED[fn] = parse_function(fn)
+    parsed = parsed_function(fn)
     generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
-    namespace = dict(parsed.namespace)
-    namespace.update(_aliases(parsed.namespace))
-    namespace.update(generated.namespace)
-    first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
-    function = emit(generated.func, namespace, generated.origin, transform="reverse mode",
-                    name=parsed.name, file=parsed.filename, line=first,
-                    module_name=getattr(fn, "__module__", None) or "__transpiler_generated__")
+    function = emit_generated(fn, parsed, generated, "reverse mode")
     function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result
     if disk_key:
         _store_cached(disk_key, fn, parsed, generated, function)
     return result
+
+
+def parsed_function(fn: Callable) -> Any:
+    """The frontend's output for `fn`: one parse per function, whichever transform or
+    arguments are differentiated."""
+    parsed = _PARSED.get(fn)
+    if parsed is None:
+        from transpiler.frontend import parse_function
+        parsed = _PARSED[fn] = parse_function(fn)
+    return parsed
+
+
+def emit_generated(fn: Callable, parsed: Any, generated: Any, transform: str) -> Callable:
+    """Write and load a generated function in `fn`'s namespace (plus the helper modules
+    and the generated callees it names)."""
+    from transpiler.codegen import emit
+    namespace = dict(parsed.namespace)
+    namespace.update(_aliases(parsed.namespace))
+    namespace.update(generated.namespace)
+    first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
+    return emit(generated.func, namespace, generated.origin, transform=transform,
+                name=parsed.name, file=parsed.filename, line=first,
+                module_name=getattr(fn, "__module__", None) or "__transpiler_generated__")
 
 
 def _store_cached(disk_key: str, fn: Callable, parsed: Any, generated: Any,

@@ -266,3 +266,25 @@ def callee_kind(callee: Any) -> str:
     if isinstance(callee, type):
         return "static" if issubclass(callee, (int, float, bool, str)) else "unknown"
     return "unknown"
+
+
+def propagates(op: Op) -> bool:
+    """Whether a derivative flows through the value `op` computes (not: constants,
+    comparisons, static attributes such as ``.shape``, static calls)."""
+    if op.kind in ("const", "compare"):
+        return False
+    if op.kind == "attribute":
+        return op.attr not in STATIC_ATTRIBUTES
+    if op.kind == "call":
+        return callee_kind(op.callee) != "static"
+    if op.kind in ("binop", "unary"):
+        return op.callee is not None
+    return True
+
+
+def reads(op: Op) -> list[str]:
+    """The operands a derivative flows from: ``ad.seed(out_bar, out)`` (generated reverse
+    code) passes its cotangent on and reads `out` only for its shape."""
+    if op.kind == "call" and callee_kind(op.callee) == "seed":
+        return op.operands[:1]
+    return op.operands

@@ -246,22 +246,10 @@ class ForwardAD(CallRules):
 
     @staticmethod
     def reads(op: cl.Op) -> list[str]:
-        """The operands whose tangents flow into the result: ``ad.seed(out_bar, out)``
-        (generated reverse code) passes its cotangent on and reads `out` for its shape."""
-        if op.kind == "call" and cl.callee_kind(op.callee) == "seed":
-            return op.operands[:1]
-        return op.operands
+        return cl.reads(op)
 
     def propagates(self, op: cl.Op) -> bool:
-        if op.kind in ("const", "compare"):
-            return False
-        if op.kind == "attribute":
-            return op.attr not in cl.STATIC_ATTRIBUTES
-        if op.kind == "call":
-            return cl.callee_kind(op.callee) != "static"
-        if op.kind in ("binop", "unary"):
-            return op.callee is not None
-        return True
+        return cl.propagates(op)
 
     # --- emission ----------------------------------------------------------------------
     def block(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:

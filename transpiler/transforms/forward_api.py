@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
-from transpiler.transforms.api import (_aliases, _argnums, _positional_names, _target,
+from transpiler.transforms.api import (_argnums, _positional_names, _target,
                                        vjp_function)
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
@@ -28,22 +28,12 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
-    from transpiler.codegen import emit
-    from transpiler.transforms.api import _PARSED
-    from transpiler.transforms.forward_ad import ForwardAD
-    from transpiler.frontend import parse_function
-    parsed = _PARSED.get(fn)
-    if parsed is None:
-        parsed = _PARSED[fn] = parse_function(fn)
     from transpiler.frontend import is_library
+    from transpiler.transforms.api import emit_generated, parsed_function
+    from transpiler.transforms.forward_ad import ForwardAD
+    parsed = parsed_function(fn)
     generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
-    namespace = dict(parsed.namespace)
-    namespace.update(_aliases(parsed.namespace))
-    namespace.update(generated.namespace)
-    first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
-    function = emit(generated.func, namespace, generated.origin, transform="forward mode",
-                    name=parsed.name, file=parsed.filename, line=first,
-                    module_name=getattr(fn, "__module__", None) or "__transpiler_generated__")
+    function = emit_generated(fn, parsed, generated, "forward mode")
     function.tangent_suffix = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result

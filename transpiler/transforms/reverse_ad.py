@@ -265,10 +265,7 @@ class ReverseAD:
                     self.active_statements.add(assign)
                     self.active.update(n for n, e in zip(names, elements) if e in self.active)
                 continue
-            if op.kind == "call" and cl.callee_kind(op.callee) == "seed":
-                reads = op.operands[:1]  # ad.seed(out_bar, out): only the cotangent flows
-            else:
-                reads = op.operands
+            reads = cl.reads(op)  # ad.seed(out_bar, out): only the cotangent flows
             if any(n in self.active for n in reads) and self.propagates(op):
                 self.active_statements.add(assign)
                 for t in assign.targets:
@@ -283,15 +280,7 @@ class ReverseAD:
         return cl.classify(assign.value, self.namespace, self.local_names)
 
     def propagates(self, op: cl.Op) -> bool:
-        if op.kind in ("const", "compare"):
-            return False
-        if op.kind == "attribute":
-            return op.attr not in cl.STATIC_ATTRIBUTES
-        if op.kind == "call":
-            return cl.callee_kind(op.callee) != "static"
-        if op.kind in ("binop", "unary"):
-            return op.callee is not None
-        return True
+        return cl.propagates(op)
 
     # --- the backward pass -------------------------------------------------------------
     def backward(self, stmts: list[cst.BaseStatement],
