@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 
 import transpiler as tp
-from tests.test_vjp_rules import (EXTRA, RECORDED, _as_float64, _dnums_batch, _dup, _is_float,
-                                  _params64, _signature, _x, _zeros_1d, _zeros_2d)
+from tests.test_vjp_rules import (EXTRA, RECORDED, _as_float64, _is_float, _jax_cases,
+                                  _params64, _signature, _tied_operand, _tied_updates, _ties,
+                                  _unique, _x)
 from transpiler import dtypes
 from transpiler.config import config
 from transpiler.primitives import REGISTRY
@@ -35,12 +36,6 @@ from transpiler.transforms.templates import TemplateError
 
 EPS = 1e-6
 
-_ties = np.array([[1.0, 3.0, 3.0, 0.0, 3.0, -1.0], [2.0, 2.0, -1.0, 2.0, 2.0, 1.0]])
-_unique = np.array([[3], [0], [7], [1]], np.int32)
-_tied_updates = np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 0.0], [9.0, 9.0, 9.0],
-                          [-2.0, 0.25, 3.0]])
-_tied_operand = np.array([[0.0, 1.0, 2.0], [-2.0, 1.0, 0.5], [3.0, 0.0, -1.0],
-                          [0.5, 1.0, -1.0], [1.0, 1.0, 1.0]])
 
 # Kinks, where the dot-product test pins the JVP to the VJP's convention.
 KINKS: dict[str, list[tuple[tuple, dict]]] = {
@@ -223,78 +218,6 @@ def test_templates_stage_under_jit():
 
 
 # --- cross-checks against jax.jvp (float32, JAX's default) ------------------------------------
-
-def _jax_cases() -> list[tuple[str, tuple, dict, Any]]:
-    jax = pytest.importorskip("jax")
-    jnp_, lax_ = jax.numpy, jax.lax
-    f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
-    dnums = lax_.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
-                                         scatter_dims_to_operand_dims=(0,))
-    gnums = lax_.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
-                                        start_index_map=(0,))
-    drop, clip = lax_.GatherScatterMode.FILL_OR_DROP, lax_.GatherScatterMode.CLIP
-    near_gather = np.array([[0], [4], [9], [-3], [4]], np.int32)
-    op, upd = f32(_x(5, 3)), f32(_x(4, 3, seed=1))
-    # (primitive, args, params, the same function in JAX)
-    return [
-        ("abs", (f32([0, -1, 2]),), {}, jnp_.abs),
-        ("maximum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.maximum),
-        ("minimum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.minimum),
-        ("reduce_max", (f32(_ties),), {"axes": (1,)}, lambda x: jnp_.max(x, axis=1)),
-        ("reduce_min", (f32(_ties),), {"axes": (0, 1)}, jnp_.min),
-        ("sign", (f32([0, -1, 2]),), {}, jnp_.sign),
-        ("floor", (f32([0.5, -1.5, 2]),), {}, jnp_.floor),
-        ("remainder", (f32([5.5, -5.5, 3.0, -2.0]), f32([2.0, 2.0, -1.25, -0.75])), {},
-         jnp_.remainder),
-        ("power", (f32([0.5, 2.0, 0.0]), f32([1.5, 0.0, 2.0])), {}, jnp_.power),
-        ("integer_pow", (f32([0.5, -2.0, 3.0]),), {"y": -2}, lambda x: lax_.integer_pow(x, -2)),
-        ("logistic", (f32([-3, 0, 2]),), {}, lax_.logistic),
-        ("rsqrt", (f32([0.5, 2.0]),), {}, lax_.rsqrt),
-        ("cbrt", (f32([-8.0, 0.5, 27.0]),), {}, lax_.cbrt),
-        ("arctan2", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.arctan2),
-        ("true_divide", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.divide),
-        ("select", (np.array([True, False, True]), f32([1, 2, 3]), f32([4, 5, 6])), {},
-         lambda x, y: lax_.select(np.array([True, False, True]), x, y)),
-        ("dot_general", (f32(_x(2, 3, 4)), f32(_x(4, 2, 5, seed=1))),
-         {"dimension_numbers": _dnums_batch, "preferred_element_type": None},
-         lambda a, b: lax_.dot_general(a, b, _dnums_batch)),
-        ("cumprod", (f32(_zeros_1d),), {"axis": 0, "reverse": False}, lax_.cumprod),
-        ("cumprod", (f32(_zeros_2d),), {"axis": 1, "reverse": True},
-         lambda x: lax_.cumprod(x, axis=1, reverse=True)),
-        ("cummax", (f32(_x(4, 6)),), {"axis": 1, "reverse": True},
-         lambda x: lax_.cummax(x, axis=1, reverse=True)),
-        ("cumsum", (f32(_x(4, 6)),), {"axis": 0, "reverse": True},
-         lambda x: lax_.cumsum(x, axis=0, reverse=True)),
-        ("reduce_prod", (f32(_zeros_2d),), {"axes": (1,)}, lambda x: jnp_.prod(x, axis=1)),
-        ("reduce_prod", (f32([[0.0, 0.0, 2.0], [1.5, 2.0, -1.0]]),), {"axes": (1,)},
-         lambda x: jnp_.prod(x, axis=1)),
-        ("pad", (f32(_x(3, 4)), np.float32(0.5)),
-         {"low": (1, -1), "high": (-1, 2), "interior": (1, 2)},
-         lambda x, v: lax_.pad(x, v, [(1, -1, 1), (-1, 2, 2)])),
-        ("slice", (f32(_x(5, 7)),), {"start_indices": (1, 0), "limit_indices": (5, 7),
-                                     "strides": (2, 3)},
-         lambda x: lax_.slice(x, (1, 0), (5, 7), (2, 3))),
-        ("concatenate", (f32(_x(2, 3)), f32(_x(2, 1, seed=1))), {"axis": 1},
-         lambda a, b: lax_.concatenate([a, b], 1)),
-        ("dynamic_slice", (f32(_x(6, 4)), np.int32(5), np.int32(1)), {"slice_sizes": (3, 2)},
-         lambda x: lax_.dynamic_slice(x, (5, 1), (3, 2))),
-        ("dynamic_update_slice", (f32(_x(6, 4)), f32(_x(2, 3, seed=1)), np.int32(5),
-                                  np.int32(3)), {},
-         lambda x, u: lax_.dynamic_update_slice(x, u, (5, 3))),
-        ("gather", (f32(_x(5, 3)), near_gather), {},
-         lambda x: lax_.gather(x, near_gather, gnums, (1, 3), mode=clip)),
-        ("scatter", (op, _dup, f32(_x(6, 3, seed=1))), {"mode": "add"},
-         lambda x, u: lax_.scatter_add(x, _dup, u, dnums, mode=drop)),
-        ("scatter", (op, _unique, upd), {"mode": "set"},
-         lambda x, u: lax_.scatter(x, _unique, u, dnums, mode=drop)),
-        ("scatter", (op, _unique, upd), {"mode": "multiply"},
-         lambda x, u: lax_.scatter_mul(x, _unique, u, dnums, mode=drop, unique_indices=True)),
-        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "max"},
-         lambda x, u: lax_.scatter_max(x, _unique, u, dnums, mode=drop)),
-        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "min"},
-         lambda x, u: lax_.scatter_min(x, _unique, u, dnums, mode=drop)),
-    ]
-
 
 def test_tangents_match_jax():
     import jax

@@ -270,25 +270,48 @@ def test_templates_stage_under_jit():
 
 # --- cross-checks against JAX (float32, JAX's default) ---------------------------------------
 
-def _jax_cases():
+# Tied and duplicated inputs shared with tests/test_jvp_rules.py (kinks, scatter ties).
+_ties = np.array([[1.0, 3.0, 3.0, 0.0, 3.0, -1.0], [2.0, 2.0, -1.0, 2.0, 2.0, 1.0]])
+_unique = np.array([[3], [0], [7], [1]], np.int32)
+_tied_updates = np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 0.0], [9.0, 9.0, 9.0],
+                          [-2.0, 0.25, 3.0]])
+_tied_operand = np.array([[0.0, 1.0, 2.0], [-2.0, 1.0, 0.5], [3.0, 0.0, -1.0],
+                          [0.5, 1.0, -1.0], [1.0, 1.0, 1.0]])
+
+
+def _jax_cases() -> list[tuple[str, tuple, dict, Any]]:
+    """(primitive, args, params, the same function in JAX): kinks, ties, index modes;
+    the VJP and the JVP rules are both checked against JAX on them."""
     jax = pytest.importorskip("jax")
     jnp_, lax_ = jax.numpy, jax.lax
     f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
-    ties = f32([[1, 3, 3, 0], [2, 2, -1, 2]])
     dnums = lax_.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
                                          scatter_dims_to_operand_dims=(0,))
     gnums = lax_.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
                                         start_index_map=(0,))
     drop, clip = lax_.GatherScatterMode.FILL_OR_DROP, lax_.GatherScatterMode.CLIP
-    unique = np.array([[3], [0], [7], [1]], np.int32)
+    near_gather = np.array([[0], [4], [9], [-3], [4]], np.int32)
+    op, upd = f32(_x(5, 3)), f32(_x(4, 3, seed=1))
     # (primitive, args, params, the same function in JAX)
     return [
-        ("reduce_max", (ties,), {"axes": (1,)}, lambda x: jnp_.max(x, axis=1)),
-        ("reduce_min", (ties,), {"axes": (0, 1)}, jnp_.min),
+        ("abs", (f32([0, -1, 2]),), {}, jnp_.abs),
         ("maximum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.maximum),
         ("minimum", (f32([1, 2, 3]), f32([1, 0, 3])), {}, jnp_.minimum),
-        ("abs", (f32([0, -1, 2]),), {}, jnp_.abs),
+        ("reduce_max", (f32(_ties),), {"axes": (1,)}, lambda x: jnp_.max(x, axis=1)),
+        ("reduce_min", (f32(_ties),), {"axes": (0, 1)}, jnp_.min),
         ("sign", (f32([0, -1, 2]),), {}, jnp_.sign),
+        ("floor", (f32([0.5, -1.5, 2]),), {}, jnp_.floor),
+        ("remainder", (f32([5.5, -5.5, 3.0, -2.0]), f32([2.0, 2.0, -1.25, -0.75])), {},
+         jnp_.remainder),
+        ("power", (f32([0.5, 2.0, 0.0]), f32([1.5, 0.0, 2.0])), {}, jnp_.power),
+        ("integer_pow", (f32([0.5, -2.0, 3.0]),), {"y": -2}, lambda x: lax_.integer_pow(x, -2)),
+        ("logistic", (f32([-3, 0, 2]),), {}, lax_.logistic),
+        ("rsqrt", (f32([0.5, 2.0]),), {}, lax_.rsqrt),
+        ("cbrt", (f32([-8.0, 0.5, 27.0]),), {}, lax_.cbrt),
+        ("arctan2", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.arctan2),
+        ("true_divide", (f32([1, -2, 0.5]), f32([-1, 3, 0.25])), {}, jnp_.divide),
+        ("select", (np.array([True, False, True]), f32([1, 2, 3]), f32([4, 5, 6])), {},
+         lambda x, y: lax_.select(np.array([True, False, True]), x, y)),
         ("dot_general", (f32(_x(2, 3, 4)), f32(_x(4, 2, 5, seed=1))),
          {"dimension_numbers": _dnums_batch, "preferred_element_type": None},
          lambda a, b: lax_.dot_general(a, b, _dnums_batch)),
@@ -297,26 +320,36 @@ def _jax_cases():
          lambda x: lax_.cumprod(x, axis=1, reverse=True)),
         ("cummax", (f32(_x(4, 6)),), {"axis": 1, "reverse": True},
          lambda x: lax_.cummax(x, axis=1, reverse=True)),
+        ("cumsum", (f32(_x(4, 6)),), {"axis": 0, "reverse": True},
+         lambda x: lax_.cumsum(x, axis=0, reverse=True)),
         ("reduce_prod", (f32(_zeros_2d),), {"axes": (1,)}, lambda x: jnp_.prod(x, axis=1)),
+        ("reduce_prod", (f32([[0.0, 0.0, 2.0], [1.5, 2.0, -1.0]]),), {"axes": (1,)},
+         lambda x: jnp_.prod(x, axis=1)),
         ("pad", (f32(_x(3, 4)), np.float32(0.5)),
          {"low": (1, -1), "high": (-1, 2), "interior": (1, 2)},
          lambda x, v: lax_.pad(x, v, [(1, -1, 1), (-1, 2, 2)])),
         ("slice", (f32(_x(5, 7)),), {"start_indices": (1, 0), "limit_indices": (5, 7),
                                      "strides": (2, 3)},
          lambda x: lax_.slice(x, (1, 0), (5, 7), (2, 3))),
+        ("concatenate", (f32(_x(2, 3)), f32(_x(2, 1, seed=1))), {"axis": 1},
+         lambda a, b: lax_.concatenate([a, b], 1)),
         ("dynamic_slice", (f32(_x(6, 4)), np.int32(5), np.int32(1)), {"slice_sizes": (3, 2)},
          lambda x: lax_.dynamic_slice(x, (5, 1), (3, 2))),
-        ("gather", (f32(_x(5, 3)), np.array([[0], [4], [9], [-3], [4]], np.int32)), {},
-         lambda x: lax_.gather(x, np.array([[0], [4], [9], [-3], [4]]), gnums, (1, 3), mode=clip)),
-        ("scatter", (f32(_x(5, 3)), _dup, f32(_x(6, 3, seed=1))), {"mode": "add"},
+        ("dynamic_update_slice", (f32(_x(6, 4)), f32(_x(2, 3, seed=1)), np.int32(5),
+                                  np.int32(3)), {},
+         lambda x, u: lax_.dynamic_update_slice(x, u, (5, 3))),
+        ("gather", (f32(_x(5, 3)), near_gather), {},
+         lambda x: lax_.gather(x, near_gather, gnums, (1, 3), mode=clip)),
+        ("scatter", (op, _dup, f32(_x(6, 3, seed=1))), {"mode": "add"},
          lambda x, u: lax_.scatter_add(x, _dup, u, dnums, mode=drop)),
-        ("scatter", (f32(_x(5, 3)), unique, f32(_x(4, 3, seed=1))), {"mode": "set"},
-         lambda x, u: lax_.scatter(x, unique, u, dnums, mode=drop)),
-        ("scatter", (f32(_x(5, 3)), unique, f32(_x(4, 3, seed=1))), {"mode": "multiply"},
-         lambda x, u: lax_.scatter_mul(x, unique, u, dnums, mode=drop, unique_indices=True)),
-        ("scatter", (f32(_x(5, 3)), unique, f32(_x(4, 3, seed=1))), {"mode": "max"},
-         lambda x, u: lax_.scatter_max(x, unique, u, dnums, mode=drop)),
-        ("power", (f32([0.5, 2.0, 0.0]), f32([1.5, 0.0, 2.0])), {}, jnp_.power),
+        ("scatter", (op, _unique, upd), {"mode": "set"},
+         lambda x, u: lax_.scatter(x, _unique, u, dnums, mode=drop)),
+        ("scatter", (op, _unique, upd), {"mode": "multiply"},
+         lambda x, u: lax_.scatter_mul(x, _unique, u, dnums, mode=drop, unique_indices=True)),
+        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "max"},
+         lambda x, u: lax_.scatter_max(x, _unique, u, dnums, mode=drop)),
+        ("scatter", (f32(_tied_operand), _unique, f32(_tied_updates)), {"mode": "min"},
+         lambda x, u: lax_.scatter_min(x, _unique, u, dnums, mode=drop)),
     ]
 
 
