@@ -292,6 +292,15 @@ class RenameModules(cst.CSTTransformer):
         return updated_node
 
 
+def dropped_derivative(gen: Any, stmt: cst.CSTNode) -> TranspileError:
+    """The error for user code that turns a differentiated value into a Python or NumPy
+    value (see `_drops`), which would silently drop its derivative."""
+    return gen.error(stmt, "this converts a differentiated value to a plain Python or NumPy "
+                     "value, which would silently drop its derivative",
+                     "use transpiler.numpy (jnp) functions on it, or wrap it in "
+                     "lax.stop_gradient if the derivative should be zero")
+
+
 def _drops(op: cl.Op) -> bool:
     """Calls that turn an array into a Python number or a NumPy array (``float(x)``,
     ``np.asarray(x)``): their result carries no derivative."""

@@ -38,7 +38,7 @@ from transpiler.transforms.ad_utils import (
 )
 from transpiler.transforms.forward_rules import CallRules, _text
 from transpiler.transforms.rename import assigned_names
-from transpiler.transforms.ad_utils import _drops
+from transpiler.transforms.ad_utils import _drops, dropped_derivative
 from transpiler.transforms.reverse_ad import Generated
 
 
@@ -204,10 +204,7 @@ class ForwardAD(CallRules):
                 for t in assign.targets:
                     self.active.update(assigned_names(t.target))
             elif any(n in self.active for n in reads) and self.user_code and _drops(op):
-                raise self.error(stmt, "this converts a differentiated value to a plain Python "
-                                 "or NumPy value, which would silently drop its derivative",
-                                 "use transpiler.numpy (jnp) functions on it, or wrap it in "
-                                 "lax.stop_gradient if the derivative should be zero")
+                raise dropped_derivative(self, stmt)
 
     def static_comprehension(self, value: cst.BaseExpression) -> bool:
         """``[abstractify(x) for x in xs]``: a list of static facts about arrays."""

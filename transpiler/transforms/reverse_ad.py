@@ -25,6 +25,7 @@ from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (
     RenameModules,
     _drops,
+    dropped_derivative,
     _all_assigned,
     _assign,
     _block,
@@ -271,10 +272,7 @@ class ReverseAD:
                 for t in assign.targets:
                     self.active.update(assigned_names(t.target))
             elif any(n in self.active for n in reads) and self.user_code and _drops(op):
-                raise self.error(stmt, "this converts a differentiated value to a plain Python "
-                                 "or NumPy value, which would silently drop its derivative",
-                                 "use transpiler.numpy (jnp) functions on it, or wrap it in "
-                                 "lax.stop_gradient if the derivative should be zero")
+                raise dropped_derivative(self, stmt)
 
     def op_of(self, assign: cst.Assign) -> cl.Op:
         return cl.classify(assign.value, self.namespace, self.local_names)

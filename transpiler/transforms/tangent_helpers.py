@@ -23,7 +23,8 @@ from transpiler.primitives import reductions as red_p
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
 from transpiler.transforms.ad_indexing import (_extremal_shares, _scatter_mul_others,
-                                               _winners, clamp_indices)
+                                               _winners, clamp_indices,
+                                               scatter_operand_cotangent)
 from transpiler.transforms.ad_shapes import Shape, expand_reduced
 
 __all__ = ["tangent_like", "tangents_or_zeros", "zeros_tangent", "convert_tangent",
@@ -188,17 +189,10 @@ def gather_tangent(t: Any, indices: Any) -> Any:
 
 def scatter_operand_tangent(t: Any, operand: Any, indices: Any, updates: Any, out: Any,
                             mode: str) -> Any:
-    """scatter's tangent from the operand's tangent `t`, for each `mode` (the transpose of
-    `scatter_operand_cotangent`)."""
-    if mode == "add":
-        return t
-    if mode == "set":
-        overwritten, _ = _winners(operand, indices, updates)
-        return jnp.where(overwritten, 0.0, t)
-    if mode == "multiply":  # out = operand * (product of its updates): linear in operand
-        return t * idx_p.scatter(jnp.ones_like(operand), indices, updates, mode="multiply")
-    share, retained, _ = _extremal_shares(jnp.ones_like(t), operand, indices, updates, out)
-    return jnp.where(retained, t * share, 0.0)
+    """scatter's tangent from the operand's tangent `t`: the map is elementwise (each
+    position keeps, scales, splits or drops its own value), so it is its own transpose,
+    `scatter_operand_cotangent`."""
+    return scatter_operand_cotangent(t, operand, indices, updates, out, mode)
 
 
 def scatter_updates_tangent(t: Any, operand: Any, indices: Any, updates: Any, out: Any,
