@@ -81,16 +81,26 @@ def test_pytrees_kwargs_and_static_args():
         p(np.float32(2.0), [3])
 
 
-def test_python_if_on_traced_value_names_the_users_line():
+def test_python_if_on_traced_value_compiles_to_structured_control_flow():
     def f(x):
-        if x.sum() > 0:  # the offending line
+        if x.sum() > 0:
             return x
         return -x
+
+    for x in (np.ones(3, np.float32), -np.ones(3, np.float32)):
+        np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), np.abs(x))
+    assert '"stablehlo.if"' in jax.jit(f).lower(np.ones(3, np.float32)).as_text()
+
+
+def test_python_bool_on_traced_value_names_the_users_line():
+    def f(x):
+        assert x.sum() > 0  # the offending line
+        return x
 
     with pytest.raises(TranspileError) as info:
         jax.jit(f)(np.ones(3, np.float32))
     err = info.value
-    assert err.file == __file__ and "if x.sum() > 0" in str(err)
+    assert err.file == __file__ and "assert x.sum() > 0" in str(err)
     assert "jnp.where" in str(err) and "static_argnums" in str(err)
 
 

@@ -172,6 +172,7 @@ class Jitted:
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self._fun = fun
+        self._converted: Optional[Callable] = None  # see _traced_fun
         self._device = device
         self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
         self._cache: dict[Any, Executable] = {}
@@ -184,7 +185,7 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _TRACE_STACK:  # jit inside jit: inline into the outer trace
-            return self._fun(*args, **kwargs)
+            return self._traced_fun()(*args, **kwargs)
         if not kwargs:
             try:  # all DeviceArrays: their keys are precomputed
                 fast_key = tuple(map(_DEVICE_KEY, args))
@@ -236,13 +237,27 @@ class Jitted:
         def flat_fun(*tracers: Any) -> list[Any]:
             dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
             full_args, full_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
-            out = self._fun(*full_args, **full_kwargs)
+            out = self._traced_fun()(*full_args, **full_kwargs)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             return out_leaves
 
         staged = trace_to_module(flat_fun, avals, name="main")
         return staged, out_tree_box[0]
+
+    def _traced_fun(self) -> Callable:
+        """What is traced: `fun` with its Python ``if``/``while``/``for`` on traced values
+        converted to lax control flow (transforms/autograph.py), or `fun` itself when
+        neither it nor a function of the user's it calls has control flow."""
+        if self._converted is None:
+            from transpiler.transforms.autograph_runtime import convert_for_jit
+            self._converted = convert_for_jit(self._fun)
+        return self._converted
+
+    @property
+    def converted_source(self) -> Optional[str]:
+        """The converted Python that `jit` traces (None when `fun` is traced as it is)."""
+        return getattr(self._traced_fun(), "source", None)
 
     def _merge(self, args: Sequence[Any], kwargs: dict, dyn_args: Sequence[Any],
                dyn_kwargs: dict) -> tuple[list, dict]:

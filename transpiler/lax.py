@@ -1,4 +1,5 @@
-"""``transpiler.lax``: JAX's lower-level operations (a first few; control flow comes later)."""
+"""``transpiler.lax``: JAX's lower-level operations, control flow included (lax_control.py,
+lax_scan.py)."""
 
 from __future__ import annotations
 
@@ -106,3 +107,8 @@ def _cumulative(prim: Any) -> Any:
 
 cumsum, cumprod = _cumulative(red_p.cumsum), _cumulative(red_p.cumprod)
 cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)
+
+
+# Control flow builds on the above.
+from transpiler.lax_control import cond, probe, switch, while_loop  # noqa: E402,F401
+from transpiler.lax_scan import fori_loop, map, scan  # noqa: E402,F401

@@ -176,6 +176,8 @@ def main() -> None:
           mlp(jjnp) if jax else None)
     import ad  # tests/bench/ad.py: reverse-mode AD (transform time, jit(value_and_grad) step)
     ad.main()
+    import control_flow  # tests/bench/control_flow.py: fori_loop under jit, and its gradient
+    control_flow.main()
 
 
 if __name__ == "__main__":

@@ -466,14 +466,34 @@ def test_multiple_targets_subscript_target_and_docstring() -> None:
 
 
 def test_unsupported_expression_is_an_error_at_its_line() -> None:
-    with pytest.raises(TranspileError, match="Lambda") as info:
+    with pytest.raises(TranspileError, match="FormattedString") as info:
         anf('''
             def f(x):
                 y = x + 1
-                g = lambda t: t
+                g = f"{x}"
                 return y
             ''')
     assert info.value.line == 3
+
+
+def test_lambda_becomes_a_nested_def_in_anf() -> None:
+    func, locations, _ = anf('''
+        def f(x, w):
+            g = lambda t: jnp.sin(t * w)
+            return g(x)
+        ''')
+    assert cst.Module(body=[func]).code == _dedent('''
+        def f(x, w):
+            def _lambda0(t):
+                _t0 = t * w
+                _t1 = jnp.sin(_t0)
+                return _t1
+            g = _lambda0
+            _t2 = g(x)
+            return _t2
+        ''')
+    nested = func.body.body[0]
+    assert isinstance(nested, cst.FunctionDef) and locations[nested].line == 2
 
 
 def test_dump_after_every_frontend_stage() -> None:

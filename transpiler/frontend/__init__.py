@@ -45,6 +45,10 @@ class ParsedFunction:
     source_hash: str               # sha256 of the original source text
 
 
+# Modules whose functions are derivative rules run by the transforms, never their input.
+_RULE_MODULES = frozenset({"transpiler.transforms.control_ad", "transpiler.lax_control",
+                           "transpiler.lax_scan"})
+
 # The builtins canonicalization and ANF may introduce into rewritten code.
 REWRITE_BUILTINS = ("range", "len", "min", "list", "reversed", "enumerate", "zip")
 
@@ -69,15 +73,35 @@ def read_function(fn: Callable[..., Any]) -> tuple[FunctionSource, dict[str, Any
     return source, namespace
 
 
-def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
+def parse_function(fn: Callable[..., Any],
+                   closure_params: tuple[str, ...] = ()) -> ParsedFunction:
     """The whole frontend: `fn` -> fenced, canonicalized ANF code with its source map.
+
+    The variables in `closure_params` (of those `fn` closes over, ``co_freevars``) become
+    leading parameters instead of resolved constants, so derivatives can flow into the
+    closed-over values (closure conversion, see transforms/closures.py).
 
     Raises `TranspileError` (at the user's file:line:col) for functions without source and
     for unsupported syntax.
     """
     fn = unwrap_transpiler(fn)
+    if getattr(fn, "__module__", None) in _RULE_MODULES:
+        from transpiler.errors import user_location
+        raise TranspileError(
+            "second-order differentiation through lax control flow (cond, switch, "
+            "while_loop, fori_loop, scan, map) is not supported yet: their derivative rules "
+            f"(`{getattr(fn, '__qualname__', fn)}`) cannot be differentiated again",
+            user_location(), "take first-order derivatives through control flow; for "
+            "second order, write the loop or branch as Python control flow (it unrolls)")
     source, namespace = read_function(fn)
-    func, locations = _rewrite(source.func, source.filename, source.locations, is_library(fn))
+    func = source.func
+    if closure_params:
+        for name in closure_params:
+            namespace.pop(name, None)
+        func = _with_leading_params(func, closure_params)
+        if source.func in source.locations:
+            source.locations[func] = source.locations[source.func]
+    func, locations = _rewrite(func, source.filename, source.locations, is_library(fn))
     # Rewriting introduces reads of a few builtins (``range``, ``len``, ``min``, ``list``).
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))
@@ -89,6 +113,15 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
         locations=locations,
         source_hash=hashlib.sha256(source.text.encode("utf-8")).hexdigest(),
     )
+
+
+def _with_leading_params(func: cst.FunctionDef, names: tuple[str, ...]) -> cst.FunctionDef:
+    params = func.params
+    new = [cst.Param(cst.Name(n)) for n in names]
+    if params.posonly_params:
+        return func.with_changes(params=params.with_changes(
+            posonly_params=[*new, *params.posonly_params]))
+    return func.with_changes(params=params.with_changes(params=[*new, *params.params]))
 
 
 def _rewrite(func: cst.FunctionDef, filename: str, locations: Locations,

@@ -45,13 +45,20 @@ class ToAnf(LocatedTransformer):
             cst.UnaryOperation: self._unary, cst.Comparison: self._compare,
             cst.Attribute: self._attribute, cst.Subscript: self._subscript,
             cst.Tuple: self._sequence, cst.List: self._sequence, cst.Set: self._sequence,
-            cst.Dict: self._dict,
+            cst.Dict: self._dict, cst.Lambda: self._lambda,
         }
+        self._outer_locals: list[set[str]] = []
 
     # ------------------------------------------------------------------ statements
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._outer_locals.append(self._locals)
         self._locals = _local_names(node)
         return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._locals = self._outer_locals.pop()  # a nested def: back to the enclosing one
+        return updated_node
 
     def visit_If(self, node: cst.If) -> bool:
         self._tests[node] = self._test(node.test)
@@ -145,6 +152,22 @@ class ToAnf(LocatedTransformer):
         return out
 
     # ----------------------------------------------------------------- expressions
+    def _lambda(self, expr: cst.Lambda) -> Linearized:
+        """``lambda a: e`` -> a nested ``def _lambdaN(a): ...; return _tK`` (ANF inside),
+        so the transforms see one kind of local function (closures included)."""
+        if self.opaque:
+            return [], expr
+        name = self.ctx.names.fresh("_lambda")
+        pre, value = self._variable(expr.body)
+        ret = cst.SimpleStatementLine(body=[cst.Return(value=value)])
+        func = cst.FunctionDef(name=cst.Name(name), params=expr.params,
+                               body=cst.IndentedBlock(body=[*pre, ret]))
+        loc = self.ctx.locations.get(expr)
+        if loc is not None:
+            for statement in (func, ret, *pre):
+                self.ctx.locate(statement, loc)
+        return [func], cst.Name(name)
+
     def _into(self, target: str, expr: cst.BaseExpression) -> Statements:
         """Statements that compute ``expr`` and assign it to ``target``."""
         if m.matches(expr, _BRANCHING):

@@ -58,11 +58,14 @@ def trace_to_module(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[S
         finally:
             core.trace_stack.pop()
         out_avals = [core.abstractify(o, i, "jit output") for i, o in enumerate(outputs)]
+        kept = [t for t in trace.keep_alive if t.trace is trace]
         with ir.InsertionPoint(block):
             values = [trace.operand(o, a) for o, a in zip(outputs, out_avals)]
+            values += [t.value for t in kept]
             ir.Operation.create("func.return", operands=values)
         func.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(arg_types, [aval_type(a) for a in out_avals]))
+            ir.FunctionType.get(arg_types, [aval_type(a) for a in out_avals] +
+                                [aval_type(t.aval) for t in kept]))
         _verify(module)
     return StagedModule(module, context, out_avals, name)
 

@@ -7,7 +7,8 @@ concrete value (``if``, ``float()``, ``np.asarray``) is a `TranspileError` at th
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections import ChainMap
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from iree.compiler import ir
@@ -38,8 +39,12 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
     def __bool__(self) -> bool:
         raise self._concrete(
             "Python `if`/`while`/`and`/`or` (bool())",
-            "the value is only known when the compiled function runs; use jnp.where(...) "
-            "to select, or mark the argument static with jit(..., static_argnums=...)")
+            "the value is only known when the compiled function runs. jit turns `if`/"
+            "`while`/`for` statements on traced values into lax.cond / lax.while_loop / "
+            "lax.fori_loop, but not this use (an `assert`, `bool()`, `and`/`or` outside a "
+            "condition, or code jit could not convert); select with jnp.where(...), call "
+            "lax.cond / lax.while_loop yourself, or mark the argument static with "
+            "jit(..., static_argnums=...)")
 
     def __float__(self) -> float:
         raise self._concrete("float()", "keep the value as an array, or make it static")
@@ -89,9 +94,15 @@ class Trace:
     output) before IREE sees them.
     """
 
-    def __init__(self, block: ir.Block) -> None:
+    def __init__(self, block: ir.Block, parent: "Optional[Trace]" = None) -> None:
         self.block = block
-        self.memo: dict[Any, Any] = {}  # (prim, operands, params) -> result; keeps operands alive
+        self.parent = parent  # the trace of the enclosing region (control flow), if any
+        self.in_loop = False  # whether this block is (inside) a loop body
+        # Values returned as extra (dropped) results of the function: see lax_control.
+        self.keep_alive: list[Tracer] = [] if parent is None else parent.keep_alive
+        # (prim, operands, params) -> result; keeps operands alive. A region sees (and may
+        # reuse) what its enclosing blocks computed; what it computes stays its own.
+        self.memo: Any = {} if parent is None else ChainMap({}, parent.memo)
 
     def emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
@@ -118,14 +129,25 @@ class Trace:
     def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
         """The SSA value of an operand: a Tracer's own, or a new constant."""
         if isinstance(value, Tracer):
-            if value.trace is not self:
+            if value.trace is not self and not self.encloses(value.trace):
                 raise located(TranspileError, f"a traced value ({value.aval}) escaped from the "
                               "jit trace that created it and was used in another",
                               "return values from jitted functions instead of storing "
                               "tracers in globals or closures")
             return value.value
         array = core.to_numpy(value, aval)
-        return LoweringContext([], aval).constant(array, aval.dtype)
+        with ir.InsertionPoint(self.block):
+            return LoweringContext([], aval).constant(array, aval.dtype)
+
+    def encloses(self, other: "Trace") -> bool:
+        """Whether `other` is the trace of a block enclosing this one (its values are
+        visible here: regions capture them implicitly)."""
+        trace = self.parent
+        while trace is not None:
+            if trace is other:
+                return True
+            trace = trace.parent
+        return False
 
 
 # Constants up to this many elements take part in trace-time CSE (keyed by their bytes).

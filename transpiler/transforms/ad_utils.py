@@ -71,12 +71,21 @@ def _all_assigned(stmts: Any) -> set[str]:
             names |= _all_assigned(stmt.body.body)
             if isinstance(stmt, cst.For):
                 names |= set(assigned_names(stmt.target))
+        elif isinstance(stmt, cst.FunctionDef):
+            names.add(stmt.name.value)
         else:
             assign = _assign(stmt)
             if assign is not None:
                 for t in assign.targets:
                     names |= set(assigned_names(t.target))
     return names
+
+
+def closure_reads(func: cst.FunctionDef, local_names: set[str]) -> list[str]:
+    """The variables of the enclosing function that a nested ``def`` reads (its closure):
+    a derivative flows from them into the function value, and back."""
+    from transpiler.frontend.resolve_names import free_names
+    return sorted(n for n in free_names(func) if n in local_names)
 
 
 def _param_names(func: cst.FunctionDef) -> list[str]:
@@ -311,3 +320,16 @@ def _drops(op: cl.Op) -> bool:
     module = getattr(op.callee, "__module__", None) or ""
     return module == "numpy" or module.startswith("numpy.") or \
         type(op.callee).__name__ == "ufunc"
+
+
+def _append(stmt: cst.BaseStatement) -> Optional[tuple[str, str]]:
+    """``xs.append(v)`` (names only) as a statement: ``(xs, v)``, else None."""
+    if not (isinstance(stmt, cst.SimpleStatementLine)
+            and isinstance(stmt.body[0], (cst.Expr, cst.Assign))):
+        return None
+    call = stmt.body[0].value  # `xs.append(v)`, or `_t = xs.append(v)` in ANF
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append" and isinstance(call.func.value, cst.Name)
+            and len(call.args) == 1 and isinstance(call.args[0].value, cst.Name)):
+        return None
+    return call.func.value.value, call.args[0].value.value

@@ -111,7 +111,10 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
     if kind == "jitted":
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
-        return runtime_rule(gen, stmt, call, args, t)
+        return local_rule(gen, stmt, op.callee[1], call, args, t)
+    if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (control_ad)
+        args = normalized_args(gen, stmt, op.callee, args)
+        return runtime_rule(gen, stmt, call.with_changes(args=args), args, t)
     if kind == "custom":
         return custom_rule(gen, stmt, op.callee, call, args, t)
     if kind == "custom_jvp":  # reverse mode from its forward rule (see custom_jvp.py)
@@ -299,6 +302,53 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
         else:
             picked = f"{temp}[{index}]"
         out += gen.accumulate(name, parse_template_expression(picked))
+    return out
+
+
+def local_rule(gen: Any, stmt: cst.BaseStatement, callee: str, call: cst.Call, args: list,
+               t: str) -> list[cst.BaseStatement]:
+    """``t = f(...)`` for a local function value `f`. When `f` closes over differentiated
+    values (a nested ``def`` or lambda), ``ad.vjp_call_closure`` also returns the cotangent
+    of its closure, which flows back into `f` (and from there into the closed-over values)."""
+    if callee not in gen.active:
+        return runtime_rule(gen, stmt, call, args, t)
+    if any(a.star or a.keyword is not None for a in args):
+        raise gen.error(stmt, "keyword or star-arguments in a call of a local function that "
+                        "closes over differentiated values are not supported yet",
+                        "pass the arguments positionally, one by one")
+    slots = [(_active_name(gen, a.value), i) for i, a in enumerate(args)]
+    return runtime_rule(gen, stmt, call, args, t, "vjp_call_closure",
+                        [*slots, (callee, len(args))])
+
+
+def normalized_args(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list) -> list:
+    """The arguments of a call of `fn` as positional ones in its signature's order (keyword
+    arguments moved into place, skipped parameters given their defaults): the run-time
+    rules return one cotangent or tangent per position."""
+    params = list(inspect.signature(fn).parameters.values())
+    if any(a.star for a in args):
+        raise gen.error(stmt, f"star-arguments in a differentiated call of lax.{fn.__name__} "
+                        "are not supported", "pass the arguments one by one")
+    positional = [a for a in args if a.keyword is None]
+    keywords = {a.keyword.value: a for a in args if a.keyword is not None}
+    if len(positional) >= len(params) or params[len(positional)].kind == params[0].VAR_POSITIONAL:
+        if keywords:
+            raise gen.error(stmt, f"keyword arguments after the operands of lax.{fn.__name__} "
+                            "are not supported")
+        return positional
+    out = list(positional)
+    named = [p for p in params[len(positional):] if p.kind != p.VAR_POSITIONAL]
+    last = max((i for i, p in enumerate(named) if p.name in keywords), default=-1)
+    for p in named[:last + 1]:
+        if p.name in keywords:
+            out.append(keywords.pop(p.name).with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT))
+        elif p.default is not p.empty:
+            out.append(cst.Arg(cst.parse_expression(repr(p.default))))
+        else:
+            raise gen.error(stmt, f"lax.{fn.__name__}: missing argument `{p.name}`")
+    if keywords:
+        raise gen.error(stmt, f"lax.{fn.__name__} got unexpected keyword arguments "
+                        f"{sorted(keywords)}")
     return out
 
 

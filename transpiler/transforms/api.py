@@ -53,6 +53,16 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     return result
 
 
+def for_jit(generated: Callable) -> Callable:
+    """Generated code as it runs: inside a jit trace, with its Python control flow on traced
+    values converted to lax control flow (transforms/autograph.py)."""
+    from transpiler.primitives.core import trace_stack
+    if not trace_stack:
+        return generated
+    from transpiler.transforms.autograph_runtime import callee
+    return callee(generated)
+
+
 def parsed_function(fn: Callable) -> Any:
     """The frontend's output for `fn`: one parse per function, whichever transform or
     arguments are differentiated."""
@@ -236,13 +246,17 @@ def _wrapper_function(t: Transformed) -> Callable:
         grad_expr = f"({grad_expr}, _out[1])" if t._kind == "grad" else grad_expr
     result = grad_expr if t._kind == "grad" else f"(_out, {grad_expr})"
     name = f"{t._kind}_{getattr(fun, '__name__', 'f')}".replace("<lambda>", "lambda")
-    source = (f"def {name}({', '.join(params)}):\n"
+    defaults = {p.name: p.default for p in inspect.signature(fun).parameters.values()
+                if p.name in params and p.default is not p.empty}
+    signature = ", ".join(f"{p}=_default_{p}" if p in defaults else p for p in params)
+    source = (f"def {name}({signature}):\n"
               f"    _out, _bars = {vjp_name}({', '.join(params)}, "
               f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"
               f"    return {result}\n")
     func = cst.parse_module(source).body[0]
     assert isinstance(func, cst.FunctionDef)
-    return emit(func, {vjp_name: generated, "ad": ad}, {}, transform=t._kind,
+    namespace = {vjp_name: generated, "ad": ad, **{f"_default_{p}": v for p, v in defaults.items()}}
+    return emit(func, namespace, {}, transform=t._kind,
                 name=getattr(fun, "__name__", "f"), file=getattr(
                     getattr(fun, "__code__", None), "co_filename", "?"), line=0)
 
@@ -269,7 +283,7 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         _, generated = vjp_function(fun, active, has_aux)
         from transpiler.transforms.runtime_helpers import SEED
         args = tuple(_as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
-        out, bars = generated(*args, **kwargs, **{_cotangent(generated): SEED})
+        out, bars = for_jit(generated)(*args, **kwargs, **{_cotangent(generated): SEED})
         grads = tuple(_finalize(bars[i], args[i]) for i in nums)
         return out, (grads[0] if isinstance(argnums, int) else grads)
 
@@ -303,7 +317,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
     def vjp_fn(cotangent: Any) -> tuple:
         _check_cotangent(cotangent, out, getattr(fun, "__name__", "function"))
-        _, bars = generated(*primals, **{_cotangent(generated): cotangent})
+        _, bars = for_jit(generated)(*primals, **{_cotangent(generated): cotangent})
         return tuple(_finalize(b, p) for b, p in zip(bars, primals))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

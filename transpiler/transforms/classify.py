@@ -209,6 +209,10 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
     return Op("other", local_operands)
 
 
+# lax control flow: differentiated by run-time rules (transforms/control_ad.py).
+_CONTROL_FLOW = frozenset({"cond", "switch", "while_loop", "fori_loop", "scan", "map"})
+CONTROL_MODULES = frozenset({"transpiler.lax_control", "transpiler.lax_scan"})
+
 _HELPER_KINDS: dict[int, str] = {}
 
 
@@ -242,6 +246,9 @@ def callee_kind(callee: Any) -> str:
         return "custom_jvp"
     if callee is _MISSING:
         return "unknown"
+    if getattr(callee, "__module__", None) in CONTROL_MODULES and \
+            getattr(callee, "__name__", "") in _CONTROL_FLOW:
+        return "control"
     if isinstance(callee, tuple):
         return callee[0]  # ("method", name) or ("local", name)
     from transpiler.transforms import runtime_helpers

@@ -38,7 +38,7 @@ from transpiler.transforms.ad_utils import (
 )
 from transpiler.transforms.forward_rules import CallRules, _text
 from transpiler.transforms.rename import assigned_names
-from transpiler.transforms.ad_utils import _drops, dropped_derivative
+from transpiler.transforms.ad_utils import _append, _drops, closure_reads, dropped_derivative
 from transpiler.transforms.reverse_ad import Generated
 
 
@@ -70,6 +70,7 @@ class ForwardAD(CallRules):
         self.definitions: dict[str, str] = {}  # name -> "at" | "at_index" (x.at, x.at[i])
         self.at_parts: dict[str, tuple[str, Optional[str]]] = {}  # name -> (x, index text)
         self.packs: dict[str, list[Optional[str]]] = {}  # t = (a, b): t -> ["a", "b"]
+        self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         from transpiler.transforms.api import _aliases
         self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
                         if name.startswith("_")}  # e.g. {"ad": "_ad"} (see api._aliases)
@@ -164,6 +165,10 @@ class ForwardAD(CallRules):
 
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
         for stmt in stmts:
+            if isinstance(stmt, cst.FunctionDef):  # a function value carries its closure
+                if any(n in self.active for n in self.closure(stmt)):
+                    self.active.add(stmt.name.value)
+                continue
             if isinstance(stmt, cst.BaseCompoundStatement):
                 for block in self.nested(stmt):
                     self.analyze(block)
@@ -216,6 +221,10 @@ class ForwardAD(CallRules):
     def reaching(self, stmts: list[cst.BaseStatement], useful: set[str]) -> None:
         """Add to `useful` the operands of statements whose results are useful."""
         for stmt in stmts:
+            if isinstance(stmt, cst.FunctionDef):
+                if stmt.name.value in useful:
+                    useful.update(self.closure(stmt))
+                continue
             if isinstance(stmt, cst.BaseCompoundStatement):
                 for block in self.nested(stmt):
                     self.reaching(block, useful)
@@ -241,6 +250,12 @@ class ForwardAD(CallRules):
                 if op.kind == "call" and op.method_self:  # x.at[i].set(v): the chain
                     useful.add(op.method_self)
 
+    def closure(self, stmt: cst.FunctionDef) -> list[str]:
+        """The enclosing function's variables a nested ``def`` reads."""
+        if stmt not in self.closures:
+            self.closures[stmt] = closure_reads(stmt, self.local_names)
+        return self.closures[stmt]
+
     @staticmethod
     def reads(op: cl.Op) -> list[str]:
         return cl.reads(op)
@@ -252,6 +267,15 @@ class ForwardAD(CallRules):
     def block(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         out: list[cst.BaseStatement] = []
         for stmt in stmts:
+            if isinstance(stmt, cst.FunctionDef):  # its tangent: its closure's tangents
+                self.origin[stmt] = self.parsed.locations.get(stmt)
+                out.append(stmt)
+                name = stmt.name.value
+                if name in self.active:
+                    items = ", ".join(f"{n!r}: {self.dot(n)}" for n in self.closure(stmt)
+                                      if n in self.active)
+                    out.append(self.line(f"{self.dot(name)} = {{{items}}}"))
+                continue
             if isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try)):
                 body = self.block(_block(stmt.body))
                 if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and \
@@ -366,16 +390,3 @@ def positional_tangent_names(func: cst.FunctionDef, suffix: str) -> list[str]:
 
 
 _MODULE_PREFIX = re.compile(r"(?<![\w.])(ad|jnp|lax|np)\.")
-
-
-def _append(stmt: cst.BaseStatement) -> Optional[tuple[str, str]]:
-    """``xs.append(v)`` (names only) as a statement: ``(xs, v)``, else None."""
-    if not (isinstance(stmt, cst.SimpleStatementLine)
-            and isinstance(stmt.body[0], (cst.Expr, cst.Assign))):
-        return None
-    call = stmt.body[0].value  # `xs.append(v)`, or `_t = xs.append(v)` in ANF
-    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "append" and isinstance(call.func.value, cst.Name)
-            and len(call.args) == 1 and isinstance(call.args[0].value, cst.Name)):
-        return None
-    return call.func.value.value, call.args[0].value.value

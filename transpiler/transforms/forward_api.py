@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
-from transpiler.transforms.api import (_argnums, _positional_names, _target,
+from transpiler.transforms.api import (_argnums, _positional_names, _target, for_jit,
                                        vjp_function)
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
@@ -89,7 +89,7 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
     given = {f"{n}{suffix}": t for n, t in zip(names, tangents) if t is not None}
     if len(primals) > len(names):  # the rest go to *args: one tuple of tangents
         given[f"{star}{suffix}"] = tuple(tangents[len(names):])
-    out, out_dot = generated(*primals, **given)
+    out, out_dot = for_jit(generated)(*primals, **given)
     from transpiler.transforms.forward_helpers import _filled
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -277,8 +277,8 @@ def _jacfwd(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
     columns: list[Any] = []
     out: Any = None
     for tangent in _basis(diff_args):
-        result, result_dot = generated(*args, **{f"{names[i]}{suffix}": t
-                                                 for i, t in zip(nums, tangent)})
+        result, result_dot = for_jit(generated)(*args, **{f"{names[i]}{suffix}": t
+                                                          for i, t in zip(nums, tangent)})
         out = result[0] if has_aux else result
         dot = result_dot[0] if has_aux and result_dot is not None else result_dot
         columns.append(tree_util.tree_leaves(_filled(dot, out)))
@@ -309,7 +309,7 @@ def _jacrev(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
     for out_leaf_basis in _output_basis(out):
         row = []
         for g in out_leaf_basis:
-            _, bars = generated(*args, **{cotangent: g})[:2]
+            _, bars = for_jit(generated)(*args, **{cotangent: g})[:2]
             row.append(tree_util.tree_leaves(tuple(_finalize(bars[i], args[i]) for i in nums)))
         rows.append(row)
     diff_args = tuple(args[i] for i in nums)

@@ -65,11 +65,22 @@ def index_tangent(tangent: Any, index: Any, out: Any) -> Any:
     return _filled(tangent[index], out)
 
 
-def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time."""
+def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+             fn_dot: Any = None) -> tuple:
+    """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time;
+    `fn_dot` is the tangent of a closure's closed-over values (see transforms/closures.py)."""
     from transpiler.primitives.core import Primitive
+    from transpiler.transforms.closures import closure_jvp, is_closure
+    from transpiler.transforms.control_ad import JVP_RULES
     from transpiler.transforms.custom import CustomVJP
     from transpiler.transforms.custom_jvp import CustomJVP
+    from transpiler.transforms.classify import CONTROL_MODULES
+    rule = JVP_RULES.get(getattr(fn, "__qualname__", "")) \
+        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    if rule is not None:
+        return rule(primals, tangents, kwargs)
+    if is_closure(fn):
+        return closure_jvp(fn, primals, tangents, kwargs, fn_dot)
     if isinstance(fn, CustomJVP):
         return fn.apply(primals, tangents)
     if isinstance(fn, CustomVJP):
@@ -91,7 +102,8 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
         return fn(*primals, **kwargs), None
     _, generated = jvp_function(fn, active)
     suffix = getattr(generated, "tangent_suffix", "_dot")
-    return generated(*primals, **kwargs, **{f"{n}{suffix}": t for n, t in zip(names, tangents)
+    from transpiler.transforms.api import for_jit
+    return for_jit(generated)(*primals, **kwargs, **{f"{n}{suffix}": t for n, t in zip(names, tangents)
                                             if t is not None})
 
 

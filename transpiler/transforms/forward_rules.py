@@ -118,6 +118,9 @@ class CallRules:
             return self.call(stmt, t, op.callee, args)
         if kind == "local":
             return self.runtime_call(stmt, t, call, args)
+        if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (control_ad)
+            from transpiler.transforms.adjoints import normalized_args
+            return self.runtime_call(stmt, t, call, normalized_args(self, stmt, op.callee, args))
         what = _code(call.func)
         raise self.error(stmt, f"cannot differentiate through `{what}`: it is not a transpiler "
                          "primitive and has no Python source to transform",
@@ -242,8 +245,11 @@ class CallRules:
         kwargs = ", ".join(f"**{_text(a.value)}" if a.star == "**" else
                            f"{a.keyword.value!r}: {_text(a.value)}"  # type: ignore[union-attr]
                            for a in args if a.keyword is not None or a.star == "**")
+        fn_dot = ""
+        if isinstance(call.func, cst.Name) and call.func.value in self.active:  # a closure
+            fn_dot = f", {self.dot(call.func.value)}"
         return [self.line(f"{t}, {self.dot(t)} = ad.jvp_call({_text(call.func)}, "
-                          f"({primals}{close}), ({tangents}{close}), {{{kwargs}}})")]
+                          f"({primals}{close}), ({tangents}{close}), {{{kwargs}}}{fn_dot})")]
 
     def at_update(self, stmt: cst.BaseStatement, t: str, op: cl.Op,
                   args: list[cst.Arg]) -> list[cst.BaseStatement]:

@@ -89,7 +89,8 @@ class SSA:
         self.taken = set(taken)
         self.counters: dict[str, int] = {}
         self.origin: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.copybacks: list[list[cst.BaseStatement]] = []  # per loop: the body's last lines
+        self.copybacks: dict[cst.CSTNode, int] = {}  # loop -> how many of its last lines
+                                                    # are copy-backs (`carried = version`)
         self.loop_carried: dict[cst.CSTNode, dict[str, str]] = {}
 
     def fresh(self, name: str) -> str:
@@ -117,6 +118,8 @@ class SSA:
             return self.branch(stmt, env, defined)
         if isinstance(stmt, (cst.For, cst.While)):
             return self.loop(stmt, env, defined)
+        if isinstance(stmt, cst.FunctionDef):
+            return [self.function(stmt, env, defined)]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
             assign = stmt.body[0]
             value = rename(assign.value, env)
@@ -138,6 +141,21 @@ class SSA:
             new = rename(stmt, env)
         self.origin[new] = stmt
         return [new]
+
+    def function(self, stmt: cst.FunctionDef, env: dict[str, str],
+                 defined: set[str]) -> cst.FunctionDef:
+        """A nested ``def``: it reads the current versions of the enclosing variables (its
+        own parameters and locals keep their names), and binds its name like an assignment."""
+        from transpiler.frontend.anf_nodes import _local_names
+        inner = _local_names(stmt)
+        new = rename(stmt, {k: v for k, v in env.items() if k not in inner})
+        name = stmt.name.value
+        version = self.fresh(name) if name in defined else name
+        new = new.with_changes(name=cst.Name(version))
+        env[name] = version
+        defined.add(name)
+        self.origin[new] = stmt
+        return new
 
     def loop(self, stmt: cst.For | cst.While, env: dict[str, str],
              defined: set[str]) -> list[cst.BaseStatement]:
@@ -171,7 +189,7 @@ class SSA:
         for name, name_c in carried.items():
             if name != target and body_env.get(name, name_c) != name_c:
                 copies.append(cst.parse_statement(f"{name_c} = {body_env[name]}"))
-        self.copybacks.append(copies)
+
         body += copies
         new: cst.For | cst.While
         if isinstance(stmt, cst.For):
@@ -186,6 +204,7 @@ class SSA:
             defined.add(name)
         self.origin[new] = stmt
         self.loop_carried[new] = carried
+        self.copybacks[new] = len(copies)
         return [*before, new]
 
     def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.BaseStatement]:

@@ -30,16 +30,15 @@ from transpiler.transforms.ad_utils import (
     _assign,
     _block,
     _deferred_error,
-    _is_copy,
     _local_imports,
     _param_names,
-    _reads,
     _source_line,
-    _top_assigned,
     _with_out_bar,
+    closure_reads,
     positional_params,
 )
-from transpiler.transforms.rename import SSA, assigned_names, loop_assigned
+from transpiler.transforms.rename import SSA, assigned_names
+from transpiler.transforms.reverse_loops import LoopAdjoints
 
 
 @dataclass
@@ -53,7 +52,7 @@ class Generated:
     callees: dict[str, tuple[Any, frozenset]] = field(default_factory=dict)  # extra -> (fn, active)
 
 
-class ReverseAD:
+class ReverseAD(LoopAdjoints):
     """Builds ``vjp_<name>`` for one function and one set of active parameters."""
 
     def __init__(self, parsed: Any, active_params: frozenset[str], has_aux: bool,
@@ -125,6 +124,7 @@ class ReverseAD:
             else None
         self.active: set[str] = set(self.active_params)
         self.active_statements: set[cst.Assign] = set()
+        self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.definitions: dict[str, cst.Assign] = {}
         self.analyze(forward)
         self.tapes: dict[cst.CSTNode, tuple[str, list[str], list[tuple[str, str]]]] = {}
@@ -188,51 +188,6 @@ class ReverseAD:
                 f"{n!r}: {self.returned_bar(n, empty)}" for n in keyword_only) + "}"
         return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing}){extra}")
 
-    def add_tapes(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        """Loops that compute differentiated values record each iteration's values on a
-        tape (a Python list: under jit, Python loops unroll and the list holds tracers)."""
-        out: list[cst.BaseStatement] = []
-        for stmt in stmts:
-            if isinstance(stmt, cst.If):
-                if_body = stmt.body.with_changes(body=self.add_tapes(_block(stmt.body)))
-                orelse = stmt.orelse
-                if isinstance(orelse, cst.Else):
-                    orelse = orelse.with_changes(body=orelse.body.with_changes(
-                        body=self.add_tapes(_block(orelse.body))))
-                new_if = stmt.with_changes(body=if_body, orelse=orelse)
-                self.ssa.origin[new_if] = self.ssa.origin.get(stmt, stmt)
-                out.append(new_if)
-                continue
-            if not isinstance(stmt, (cst.For, cst.While)) or not (
-                    loop_assigned(stmt) & self.active):
-                out.append(stmt)
-                continue
-            carried = self.ssa.loop_carried.get(stmt, {})
-            body = self.add_tapes(_block(stmt.body))
-            copies = [(c.body[0].targets[0].target.value, c.body[0].value.value)  # type: ignore
-                      for c in body if _is_copy(c, carried)]
-            core = body[:len(body) - len(copies)]
-            top = _top_assigned(core)
-            target = stmt.target.value if isinstance(stmt, cst.For) and \
-                isinstance(stmt.target, cst.Name) else None
-            always = {v for n, v in carried.items() if v != n or n == target}  # defined before
-            saved = sorted(always | top)
-            maybe = sorted(_all_assigned(core) - top - set(saved))
-            tape = self.tmp("tape")
-            items = ", ".join(saved)
-            if maybe:  # assigned only on some paths through the body: saved when they exist
-                items += f", ad.defined(locals(), {tuple(maybe)!r})"
-                saved = saved + [f"({', '.join(maybe)},)"]
-            push = cst.parse_statement(f"{tape}.append(({items},))")
-            if self.renamed:
-                push = cast(cst.SimpleStatementLine, push.visit(RenameModules(self.renamed)))
-            new_loop = stmt.with_changes(body=stmt.body.with_changes(
-                body=[*core, push, *body[len(core):]]))
-            self.ssa.origin[new_loop] = self.ssa.origin.get(stmt, stmt)
-            self.tapes[new_loop] = (tape, saved, copies)
-            out += [cst.parse_statement(f"{tape} = []"), new_loop]
-        return out
-
     # --- activity analysis -------------------------------------------------------------
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
         for stmt in stmts:
@@ -244,6 +199,11 @@ class ReverseAD:
                 self.analyze(_block(stmt.body))
                 if isinstance(stmt.orelse, cst.Else):
                     self.analyze(_block(stmt.orelse.body))
+                continue
+            if isinstance(stmt, cst.FunctionDef):  # a function value carries its closure
+                free = self.closures[stmt] = closure_reads(stmt, self.local_names)
+                if any(n in self.active for n in free):
+                    self.active.add(stmt.name.value)
                 continue
             assign = _assign(stmt)
             if assign is None:
@@ -294,6 +254,9 @@ class ReverseAD:
             if stmt in self.tapes:
                 out.extend(self.backward_loop(stmt))
                 continue
+            if isinstance(stmt, cst.FunctionDef):
+                out.extend(self.backward_closure(stmt))
+                continue
             assign = _assign(stmt)
             if assign is None:
                 continue
@@ -330,34 +293,6 @@ class ReverseAD:
                     self.backward_origin[line] = loc
                 out.extend(lines)
         return out
-
-    def backward_loop(self, stmt: cst.CSTNode) -> list[cst.BaseStatement]:
-        """Replay the tape in reverse: each iteration's values, then its adjoint."""
-        tape, saved, copies = self.tapes[stmt]
-        body = list(stmt.body.body)  # type: ignore[attr-defined]
-        core = body[:len(body) - len(copies) - 1]
-        defined_inside = _all_assigned(core)
-        outer = sorted((_reads(core) - defined_inside) | {c for c, _ in copies})
-        init = []
-        for name in outer:
-            if name in self.active and name not in self.has_bar:
-                init.append(parse_template_statement("{b} = None", b=self.bar_node(name)))
-                self.has_bar.add(name)
-                self.maybe_none.add(name)
-        before = set(self.has_bar)
-        lines: list[cst.BaseStatement] = []
-        for carried, version in reversed(copies):  # `carried = version`, then a fresh carry
-            if carried in self.active:
-                lines += self.accumulate(version, self.bar_node(carried))
-                lines.append(parse_template_statement("{b} = None", b=self.bar_node(carried)))
-                self.maybe_none |= {carried, version}
-        lines += self.backward(core, resets={c for c, _ in copies})
-        self.has_bar = before | (self.has_bar - defined_inside)
-        unpack = cast(cst.For, cst.parse_statement(
-            f"for ({', '.join(saved)},) in {tape}[::-1]:\n    pass\n"))
-        loop = unpack.with_changes(body=unpack.body.with_changes(
-            body=lines or [cst.parse_statement("pass")]))
-        return [*init, loop]
 
     def backward_if(self, stmt: cst.If) -> list[cst.BaseStatement]:
         """Both branches' adjoints under the same test; bars they touch start as None."""

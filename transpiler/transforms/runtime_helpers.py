@@ -94,9 +94,18 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
 def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
     from transpiler.primitives.core import Primitive
+    from transpiler.transforms.closures import closure_vjp, is_closure
+    from transpiler.transforms.control_ad import VJP_RULES
     from transpiler.transforms.custom import CustomVJP
     if isinstance(fn, CustomVJP):
         return custom_vjp_bwd(fn, args, kwargs, g)
+    from transpiler.transforms.classify import CONTROL_MODULES
+    rule = VJP_RULES.get(getattr(fn, "__qualname__", "")) \
+        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    if rule is not None:
+        return rule(args, kwargs, g)
+    if is_closure(fn):
+        return closure_vjp(fn, args, kwargs, g)[0]
     if g is None or (isinstance(fn, Primitive) and not fn.differentiable):
         return (None,) * len(args)
     if isinstance(fn, Primitive):
@@ -118,7 +127,18 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     active = frozenset(n for n, a in zip(names, args) if _differentiable(a))
     _, generated = vjp_function(fn, active, False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
-    return generated(*args, **kwargs, **{keyword: g})[1][:len(args)]
+    from transpiler.transforms.api import for_jit
+    return for_jit(generated)(*args, **kwargs, **{keyword: g})[1][:len(args)]
+
+
+def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """`vjp_call`, plus the cotangent of `fn` itself as the last entry: the dict of its
+    closure's cotangents (see transforms/closures.py), None when `fn` is no closure."""
+    from transpiler.transforms.closures import closure_vjp, is_closure
+    if is_closure(fn):
+        bars, fn_bar = closure_vjp(fn, args, kwargs, g)
+        return (*bars, fn_bar)
+    return (*vjp_call(fn, args, kwargs, g), None)
 
 
 def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,0 +1,171 @@
+"""Derivatives of functions that close over values (nested ``def``s and lambdas).
+
+A closure is differentiated by *closure conversion*: its free variables
+(``co_freevars``) become leading parameters of the generated code, so
+
+* the generated code depends on the code object alone -- a lambda created afresh on every
+  call (a loop body, a branch) is transformed once, not once per call;
+* derivatives flow into the closed-over values: the cotangent of a function value is a
+  dict ``{free variable: cotangent}`` (its tangent, a dict of tangents), which the
+  transforms route back to the variables where the ``def`` or ``lambda`` is evaluated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable, Optional
+
+_GENERATED: dict[tuple, tuple[str, Callable]] = {}
+_PARSED: dict[Any, Any] = {}
+
+
+def is_closure(fn: Any) -> bool:
+    return isinstance(fn, types.FunctionType) and bool(fn.__code__.co_freevars)
+
+
+def closure_items(fn: Any) -> list[tuple[str, Any]]:
+    """(name, value) of each variable `fn` closes over; None for a cell not yet bound."""
+    items = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            items.append((name, cell.cell_contents))
+        except ValueError:  # an empty cell (assigned later in the enclosing function)
+            items.append((name, None))
+    return items
+
+
+def carries_derivative(value: Any, depth: int = 0) -> bool:
+    """Whether a value can carry a derivative: floating arrays, containers, and functions
+    closing over such values."""
+    if is_closure(value):
+        return depth < 8 and any(carries_derivative(v, depth + 1)
+                                 for _, v in closure_items(value))
+    if isinstance(value, (tuple, list)):
+        return depth < 8 and any(carries_derivative(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return depth < 8 and any(carries_derivative(v, depth + 1) for v in value.values())
+    if isinstance(value, float):
+        return True
+    if isinstance(value, types.ModuleType) or not hasattr(value, "shape"):
+        return False  # modules, functions, ints, strings, other objects: constants
+    from transpiler.transforms.runtime_helpers import _differentiable
+    return _differentiable(value)
+
+
+def is_static(value: Any) -> bool:
+    """Closed-over values the generated code keeps as constants (by identity): modules,
+    classes, primitives, builtins and the library's functions never carry derivatives."""
+    from transpiler.frontend import is_library
+    from transpiler.primitives.core import Primitive
+    return isinstance(value, (types.ModuleType, type, Primitive, types.BuiltinFunctionType)) \
+        or (isinstance(value, types.FunctionType) and not value.__code__.co_freevars
+            and is_library(value))
+
+
+def converted(fn: Any) -> tuple[tuple[str, ...], tuple]:
+    """The closure's variables that become parameters, and the key of the generated code
+    (the code object and the identity of the variables kept as constants)."""
+    params, constants = [], []
+    for name, value in closure_items(fn):
+        if is_static(value):
+            constants.append((name, id(value)))
+        else:
+            params.append(name)
+    return tuple(params), (fn.__code__, tuple(constants))
+
+
+def _parsed(fn: Any) -> Any:
+    params, key = converted(fn)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        from transpiler.frontend import parse_function
+        parsed = _PARSED[key] = parse_function(fn, closure_params=params)
+    return parsed
+
+
+def closure_vjp_function(fn: Any, active: frozenset) -> Callable:
+    """``vjp_<name>(*free, *args, _out_bar=...)`` for the code of closure `fn`."""
+    key = ("vjp", converted(fn)[1], active)
+    hit = _GENERATED.get(key)
+    if hit is None:
+        from transpiler.transforms.api import emit_generated, vjp_function
+        from transpiler.transforms.reverse_ad import ReverseAD
+        parsed = _parsed(fn)
+        generated = ReverseAD(parsed, active, False, vjp_function).run()
+        function = emit_generated(fn, parsed, generated, "reverse mode")
+        function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
+        hit = _GENERATED[key] = (generated.func.name.value, function)
+    return hit[1]
+
+
+def closure_jvp_function(fn: Any, active: frozenset) -> Callable:
+    """``jvp_<name>(*free, *args, <p>_dot=...)`` for the code of closure `fn`."""
+    key = ("jvp", converted(fn)[1], active)
+    hit = _GENERATED.get(key)
+    if hit is None:
+        from transpiler.frontend import is_library
+        from transpiler.transforms.api import emit_generated
+        from transpiler.transforms.forward_ad import ForwardAD
+        from transpiler.transforms.forward_api import jvp_function
+        parsed = _parsed(fn)
+        generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
+        function = emit_generated(fn, parsed, generated, "forward mode")
+        function.tangent_suffix = generated.out_bar  # type: ignore[attr-defined]
+        hit = _GENERATED[key] = (generated.func.name.value, function)
+    return hit[1]
+
+
+def _free_params(fn: Any) -> list[tuple[str, Any]]:
+    """(name, value) of the closed-over variables the generated code takes as parameters."""
+    params = set(converted(fn)[0])
+    return [(n, v) for n, v in closure_items(fn) if n in params]
+
+
+def _arg_names(fn: Any, count: int) -> list[str]:
+    params = list(inspect.signature(fn).parameters.values())
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(names) < count:
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError(f"cannot differentiate a call of {fn.__name__} with {count} "
+                             f"positional arguments: it takes {len(names)}", user_location(),
+                             "*args in a differentiated closure are not supported")
+    return names[:count]
+
+
+def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Optional[dict]]:
+    """Cotangents of ``fn(*args, **kwargs)`` with output cotangent `g` for closure `fn`:
+    one per positional argument, and the dict of its closure's (None: nothing flowed)."""
+    if g is None:
+        return (None,) * len(args), None
+    free = _free_params(fn)
+    names = [n for n, _ in free] + _arg_names(fn, len(args))
+    values = [v for _, v in free] + list(args)
+    active = frozenset(n for n, v in zip(names, values) if carries_derivative(v))
+    if not active:
+        return (None,) * len(args), None
+    generated = closure_vjp_function(fn, active)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    from transpiler.transforms.api import for_jit
+    _, bars = for_jit(generated)(*values, **kwargs, **{keyword: g})
+    k = len(free)
+    fn_bar = {n: b for (n, _), b in zip(free, bars[:k]) if n in active and b is not None}
+    return tuple(bars[k:k + len(args)]), (fn_bar or None)
+
+
+def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+                fn_dot: Optional[dict]) -> tuple[Any, Any]:
+    """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for closure `fn` whose closed-over
+    values have the tangents in `fn_dot`."""
+    free = _free_params(fn)
+    names = [n for n, _ in free] + _arg_names(fn, len(primals))
+    values = [v for _, v in free] + list(primals)
+    dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents)
+    active = frozenset(n for n, d in zip(names, dots) if d is not None)
+    if not active:
+        return fn(*primals, **kwargs), None
+    generated = closure_jvp_function(fn, active)
+    suffix = getattr(generated, "tangent_suffix", "_dot")
+    from transpiler.transforms.api import for_jit
+    return for_jit(generated)(*values, **kwargs, **{f"{n}{suffix}": d for n, d in zip(names, dots)
+                                           if d is not None})
