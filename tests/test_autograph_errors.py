@@ -65,8 +65,8 @@ def test_shape_change_in_while_names_variable_and_both_lines():
     assert err.file == __file__ and err.line == line_of("acc-grows")
     assert "`while` on a traced value changes the shape of `acc`" in text
     assert "float32[3] before, float32[6] after" in text and "lax.scan" in text
-    assert f"test_autograph.py:{line_of('acc-init')}" in text
-    assert f"test_autograph.py:{line_of('acc-grows')}" in text
+    assert f"test_autograph_errors.py:{line_of('acc-init')}" in text
+    assert f"test_autograph_errors.py:{line_of('acc-grows')}" in text
 
 
 def test_variable_defined_in_one_branch_only():
@@ -75,7 +75,7 @@ def test_variable_defined_in_one_branch_only():
     err, text = info.value, str(info.value)
     assert err.line == line_of("one-branch-if")
     assert "`y` is assigned in only one branch" in text
-    assert f"test_autograph.py:{line_of('one-branch-set')}" in text
+    assert f"test_autograph_errors.py:{line_of('one-branch-set')}" in text
     assert convert(one_branch)(1.0) == 2.0  # eagerly: Python semantics
 
 
@@ -85,8 +85,8 @@ def test_dtype_change_across_branches():
     err, text = info.value, str(info.value)
     assert err.line == line_of("dtype-if") and "different dtypes" in text
     assert "int32[]" in text and "float32[]" in text
-    assert f"test_autograph.py:{line_of('dtype-int')}" in text
-    assert f"test_autograph.py:{line_of('dtype-float')}" in text
+    assert f"test_autograph_errors.py:{line_of('dtype-int')}" in text
+    assert f"test_autograph_errors.py:{line_of('dtype-float')}" in text
 
 
 def test_list_growing_in_traced_loop_suggests_scan():
