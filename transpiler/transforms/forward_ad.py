@@ -71,6 +71,7 @@ class ForwardAD(CallRules):
         self.at_parts: dict[str, tuple[str, Optional[str]]] = {}  # name -> (x, index text)
         self.packs: dict[str, list[Optional[str]]] = {}  # t = (a, b): t -> ["a", "b"]
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
+        self.closure_tangents: dict[str, list[str]] = {}  # emitted def -> its active reads
         from transpiler.transforms.api import _aliases
         self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
                         if name.startswith("_")}  # e.g. {"ad": "_ad"} (see api._aliases)
@@ -272,9 +273,10 @@ class ForwardAD(CallRules):
                 out.append(stmt)
                 name = stmt.name.value
                 if name in self.active:
-                    items = ", ".join(f"{n!r}: {self.dot(n)}" for n in self.closure(stmt)
-                                      if n in self.active)
+                    free = [n for n in self.closure(stmt) if n in self.active]
+                    items = ", ".join(f"{n!r}: {self.dot(n)}" for n in free)
                     out.append(self.line(f"{self.dot(name)} = {{{items}}}"))
+                    self.closure_tangents[name] = free
                 continue
             if isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try)):
                 body = self.block(_block(stmt.body))
@@ -312,6 +314,9 @@ class ForwardAD(CallRules):
                 if self.user_code:
                     raise
                 emitted = [stmt, _deferred_error(err)]  # library code: fail if it runs
+            for function, free in self.closure_tangents.items():  # late binding: a closure
+                emitted += [self.line(f"{self.dot(function)}[{n!r}] = {self.dot(n)}")  # sees
+                            for n in targets if n in free]  # the variable's new value
             self.comment(emitted, stmt)
             for new in emitted:
                 self.origin[new] = self.parsed.locations.get(stmt)

@@ -92,6 +92,13 @@ class SSA:
         self.copybacks: dict[cst.CSTNode, int] = {}  # loop -> how many of its last lines
                                                     # are copy-backs (`carried = version`)
         self.loop_carried: dict[cst.CSTNode, dict[str, str]] = {}
+        # Late binding: a nested def reads the enclosing variables when it is called. One
+        # called after such a variable was assigned again would see the new value, which
+        # the renamed code cannot give it (reverse mode reports `late_bound`).
+        self.closed: dict[str, list[cst.FunctionDef]] = {}  # variable -> defs reading it
+        self.functions: dict[str, cst.FunctionDef] = {}  # a def's name (or alias) -> def
+        self.stale: dict[cst.FunctionDef, str] = {}  # def -> a variable assigned since
+        self.late_bound: list[tuple[cst.FunctionDef, str]] = []
 
     def fresh(self, name: str) -> str:
         base = name
@@ -122,6 +129,7 @@ class SSA:
             return [self.function(stmt, env, defined)]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
             assign = stmt.body[0]
+            self.late_binding(assign)
             value = rename(assign.value, env)
             targets = []
             new: cst.BaseStatement
@@ -131,6 +139,8 @@ class SSA:
                     continue
                 mapping = {}
                 for name in assigned_names(t.target):
+                    for closure in self.closed.get(name, ()):
+                        self.stale[closure] = name
                     if name in defined:
                         mapping[name] = self.fresh(name)
                     defined.add(name)
@@ -142,12 +152,33 @@ class SSA:
         self.origin[new] = stmt
         return [new]
 
+    def late_binding(self, assign: cst.Assign) -> None:
+        """Record a call of a nested def whose closed-over variable changed since."""
+        from transpiler.transforms.classify import names_in
+        for name in names_in(assign.value):
+            closure = self.functions.get(name)
+            if closure is not None and closure in self.stale:
+                self.late_bound.append((closure, self.stale[closure]))
+        targets = [n for t in assign.targets for n in assigned_names(t.target)]
+        if isinstance(assign.value, cst.Name) and assign.value.value in self.functions:
+            for name in targets:  # `h = _lambda0`: an alias of the function
+                self.functions[name] = self.functions[assign.value.value]
+        else:
+            for name in targets:
+                self.functions.pop(name, None)
+
     def function(self, stmt: cst.FunctionDef, env: dict[str, str],
                  defined: set[str]) -> cst.FunctionDef:
         """A nested ``def``: it reads the current versions of the enclosing variables (its
         own parameters and locals keep their names), and binds its name like an assignment."""
         from transpiler.frontend.anf_nodes import _local_names
+        from transpiler.frontend.resolve_names import free_names
         inner = _local_names(stmt)
+        for name in free_names(stmt):
+            if name in defined:
+                self.closed.setdefault(name, []).append(stmt)
+        self.stale.pop(stmt, None)
+        self.functions[stmt.name.value] = stmt
         new = rename(stmt, {k: v for k, v in env.items() if k not in inner})
         name = stmt.name.value
         version = self.fresh(name) if name in defined else name

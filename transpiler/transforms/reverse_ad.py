@@ -117,6 +117,15 @@ class ReverseAD(LoopAdjoints):
         self.ssa = SSA(self.local_names)
         env = {p: p for p in self.params}
         forward = self.ssa.body(body[:-1], env, set(self.params))
+        if self.ssa.late_bound:
+            closure, name = self.ssa.late_bound[0]
+            what = "the lambda" if closure.name.value.startswith("_lambda") else \
+                f"the nested function `{closure.name.value}`"
+            raise self.error(closure, f"{what} reads `{name}`, which is assigned again "
+                             "before the function is called: Python's closure sees the new "
+                             "value, which reverse mode cannot differentiate yet",
+                             f"pass `{name}` to the function as an argument, or define the "
+                             f"function after the last assignment of `{name}`")
         self.local_names |= self.ssa.taken
         out_expr = ret.body[0].value
         assert out_expr is not None  # ANF returns always carry a value (a name)
