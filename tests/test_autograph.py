@@ -22,9 +22,9 @@ from transpiler.transforms.autograph_runtime import convert
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def line_of(marker: str) -> int:
-    """The line of this file that holds the comment ``# <marker>``."""
-    with open(__file__) as handle:
+def line_of(marker: str, path: str = __file__) -> int:
+    """The line of `path` (this file) that holds the comment ``# <marker>``."""
+    with open(path) as handle:
         for number, text in enumerate(handle, 1):
             if text.rstrip().endswith(f"# {marker}"):
                 return number

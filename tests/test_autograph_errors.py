@@ -11,19 +11,11 @@ import transpiler.numpy as jnp
 from transpiler import TranspileError
 from transpiler.errors import TracerError
 from transpiler.transforms.autograph_runtime import convert
+from tests.test_autograph import f32, line_of as shared_line_of
 
 
 def line_of(marker: str) -> int:
-    """The line of this file that holds the comment ``# <marker>``."""
-    with open(__file__) as handle:
-        for number, text in enumerate(handle, 1):
-            if text.rstrip().endswith(f"# {marker}"):
-                return number
-    raise AssertionError(marker)
-
-
-def f32(x):
-    return np.asarray(x, dtype=np.float32)
+    return shared_line_of(marker, __file__)
 
 
 # --- errors ---------------------------------------------------------------------------------

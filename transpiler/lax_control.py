@@ -101,11 +101,7 @@ def _branches(op_name: str, selector: Any, branches: Sequence[Callable[..., Any]
     with Regions(len(branches)) as regions:
         traced = [regions.trace(i, lambda b=b: b(*operands), []) for i, b in enumerate(branches)]
         first = traced[0]
-        for name, region in zip(names[1:], traced[1:]):
-            if region.tree != first.tree:
-                raise located(TypeError, f"lax.{op}: {names[0]} and {name} must return the "
-                              f"same structure, got {first.tree} and {region.tree}",
-                              "return the same tuple/dict of arrays from every branch")
+        _same_structure([r.tree for r in traced], op, names)
         avals = [join_avals([r.avals[k] for r in traced], op, names, k)
                  for k in range(len(first.avals))]
         results = regions.finish(op_name, [selector_value], avals,
@@ -137,10 +133,7 @@ def _selected(selector: Any, branches: Sequence[Callable[..., Any]], operands: t
     from transpiler import numpy as jnp
     outs = [b(*operands) for b in branches]
     flat = [tree_util.tree_flatten(o) for o in outs]
-    for name, (_, tree) in zip(names[1:], flat[1:]):
-        if tree != flat[0][1]:
-            raise located(TypeError, f"lax.{op}: {names[0]} and {name} must return the "
-                          f"same structure, got {flat[0][1]} and {tree}")
+    _same_structure([tree for _, tree in flat], op, names)
     leaves = []
     for k in range(len(flat[0][0])):
         values = [f[0][k] for f in flat]
@@ -154,6 +147,14 @@ def _selected(selector: Any, branches: Sequence[Callable[..., Any]], operands: t
                 picked = jnp.where(selector == i, values[i], picked)
             leaves.append(picked)
     return tree_util.tree_unflatten(flat[0][1], leaves)
+
+
+def _same_structure(trees: Sequence[Any], op: str, names: Sequence[str]) -> None:
+    for name, tree in zip(names[1:], trees[1:]):
+        if tree != trees[0]:
+            raise located(TypeError, f"lax.{op}: {names[0]} and {name} must return the "
+                          f"same structure, got {trees[0]} and {tree}",
+                          "return the same tuple/dict of arrays from every branch")
 
 
 def join_avals(avals: Sequence[ShapedArray], op: str, names: Sequence[str],

@@ -1,5 +1,6 @@
 """Control-flow programs in ordinary JAX style (``lax.cond``/``switch``/``while_loop``/
-``fori_loop``/``scan``), each with a plain NumPy reference implementation of the same
+``fori_loop``/``scan``, and the same kinds of programs in Python ``if``/``while``/``for``,
+converted under jit), each with a plain NumPy reference implementation of the same
 computation. tests/test_control_flow.py runs every one eagerly, under jit, and through
 grad and jvp."""
 
@@ -13,11 +14,7 @@ import numpy as np
 import transpiler.numpy as jnp
 from transpiler import lax
 
-rng = np.random.default_rng(5)
-
-
-def normal(*shape: int) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
+from tests.programs.corpus import normal
 
 
 @dataclass

@@ -86,32 +86,33 @@ def _parsed(fn: Any) -> Any:
 
 def closure_vjp_function(fn: Any, active: frozenset) -> Callable:
     """``vjp_<name>(*free, *args, _out_bar=...)`` for the code of closure `fn`."""
-    key = ("vjp", converted(fn)[1], active)
-    hit = _GENERATED.get(key)
-    if hit is None:
-        from transpiler.transforms.api import emit_generated, vjp_function
-        from transpiler.transforms.reverse_ad import ReverseAD
-        parsed = _parsed(fn)
-        generated = ReverseAD(parsed, active, False, vjp_function).run()
-        function = emit_generated(fn, parsed, generated, "reverse mode")
-        function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
-        hit = _GENERATED[key] = (generated.func.name.value, function)
-    return hit[1]
+    return _generated(fn, active, "reverse mode")
 
 
 def closure_jvp_function(fn: Any, active: frozenset) -> Callable:
     """``jvp_<name>(*free, *args, <p>_dot=...)`` for the code of closure `fn`."""
-    key = ("jvp", converted(fn)[1], active)
+    return _generated(fn, active, "forward mode")
+
+
+def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
+    key = (mode, converted(fn)[1], active)
     hit = _GENERATED.get(key)
     if hit is None:
-        from transpiler.frontend import is_library
         from transpiler.transforms.api import emit_generated
-        from transpiler.transforms.forward_ad import ForwardAD
-        from transpiler.transforms.forward_api import jvp_function
         parsed = _parsed(fn)
-        generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
-        function = emit_generated(fn, parsed, generated, "forward mode")
-        function.tangent_suffix = generated.out_bar  # type: ignore[attr-defined]
+        if mode == "reverse mode":
+            from transpiler.transforms.api import vjp_function
+            from transpiler.transforms.reverse_ad import ReverseAD
+            generated = ReverseAD(parsed, active, False, vjp_function).run()
+        else:
+            from transpiler.frontend import is_library
+            from transpiler.transforms.forward_ad import ForwardAD
+            from transpiler.transforms.forward_api import jvp_function
+            generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
+        function = emit_generated(fn, parsed, generated, mode)
+        # the keyword of the output cotangent, or the suffix of the tangents
+        setattr(function, "cotangent_param" if mode == "reverse mode" else "tangent_suffix",
+                generated.out_bar)
         hit = _GENERATED[key] = (generated.func.name.value, function)
     return hit[1]
 

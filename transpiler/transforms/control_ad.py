@@ -158,6 +158,7 @@ def _scan_args(args: tuple) -> tuple:
 
 def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     from transpiler import lax
+    from transpiler.lax_scan import _pair
     if g is None:
         return (None,) * len(args)
     f, init, xs, length, reverse = _scan_args(args)
@@ -166,7 +167,7 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     primal = _primal(f)
 
     def forward(carry: Any, x: Any) -> tuple:
-        return lax_control_pair(primal(carry, x))[0], carry
+        return _pair(primal(carry, x))[0], carry
 
     _, carries = lax.scan(forward, init, xs, length=length, reverse=reverse)
 
@@ -180,11 +181,6 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
                                          (carries, xs, ys_bar), length=length,
                                          reverse=not reverse)
     return (f_bar, init_bar, xs_bar, *(None,) * (len(args) - 3))
-
-
-def lax_control_pair(out: Any) -> tuple:
-    from transpiler.lax_scan import _pair
-    return _pair(out)
 
 
 def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
