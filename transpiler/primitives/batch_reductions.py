@@ -1,0 +1,131 @@
+"""Batching rules of the reductions primitives and of ``dot_general`` (see batching.py for
+the rule contract).
+
+No rule moves data: the batch axis stays where it is and the axis params are renumbered
+around it (an unbatched axis ``a`` is axis ``a + 1`` of the batched operand when
+``a >= dim``), which keeps ``axes`` sorted.
+
+* ``reduce_<kind>``: the renumbered axes are reduced; the batch axis lands after the
+  surviving axes that precede it.
+* ``argmax``/``argmin``: the renumbered axis is dropped; the batch axis moves down by one
+  when the reduced axis precedes it.
+* ``cum<kind>``: same shape as the input, so the batch axis stays put.
+* ``dot_general``: with both operands batched, the two batch axes become a new leading
+  pair of batch dimensions, so the result's batch axis is 0. With one operand batched, its
+  batch axis is a free (non-contracting, non-batch) dimension of that operand; the result
+  lists batch dims, then lhs free dims, then rhs free dims (each in operand order), which
+  gives the result's batch axis.
+
+Operands that are not batched at all are applied as they are (``out_dim`` None).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from transpiler.primitives import dot, reductions
+from transpiler.primitives.batching import register
+from transpiler.primitives.core import Primitive, abstractify
+
+
+def _shift(axes: Sequence[int], dim: int) -> tuple[int, ...]:
+    """Axes of the unbatched operand renumbered for the operand with a batch axis at `dim`."""
+    return tuple(int(a) + 1 if int(a) >= dim else int(a) for a in axes)
+
+
+def _batch_dim(x: Any, dim: int) -> int:
+    """`dim` as a non-negative axis of `x`."""
+    ndim = abstractify(x).ndim
+    return dim % ndim if ndim else dim
+
+
+# --- reduce_<kind> ------------------------------------------------------------------------
+
+def _reduce_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+             axes: Sequence[int], **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axes=tuple(axes), **params), None
+        d = _batch_dim(x, d)
+        new_axes = _shift(axes, d)
+        out_dim = d - sum(1 for a in new_axes if a < d)
+        return prim.bind(x, axes=new_axes, **params), out_dim
+    return rule
+
+
+# --- argmax, argmin -----------------------------------------------------------------------
+
+def _arg_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+             axis: int, **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axis=axis, **params), None
+        d = _batch_dim(x, d)
+        (new_axis,) = _shift((axis,), d)
+        out_dim = d - 1 if new_axis < d else d
+        return prim.bind(x, axis=new_axis, **params), out_dim
+    return rule
+
+
+# --- cumsum, cumprod, cummax, cummin ------------------------------------------------------
+
+def _cum_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+             axis: int, **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axis=axis, **params), None
+        d = _batch_dim(x, d)
+        (new_axis,) = _shift((axis,), d)
+        return prim.bind(x, axis=new_axis, **params), d
+    return rule
+
+
+# --- dot_general --------------------------------------------------------------------------
+
+def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> list[int]:
+    used = set(contracting) | set(batch)
+    return [i for i in range(ndim) if i not in used]
+
+
+def _dot_general_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+                      dimension_numbers: Any, **params: Any) -> tuple[Any, Optional[int]]:
+    lhs, rhs = args
+    ld, rd = dims
+    (lc, rc), (lb, rb) = dot.normalize_dimension_numbers(dimension_numbers)
+    if ld is None and rd is None:
+        return dot.dot_general(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params), None
+    if ld is not None:
+        ld = _batch_dim(lhs, ld)
+        lc, lb = _shift(lc, ld), _shift(lb, ld)
+    if rd is not None:
+        rd = _batch_dim(rhs, rd)
+        rc, rb = _shift(rc, rd), _shift(rb, rd)
+    out_dim: int
+    if ld is not None and rd is not None:  # a new leading batch pair
+        lb, rb = (ld, *lb), (rd, *rb)
+        out_dim = 0
+    elif ld is not None:  # a free dimension of lhs
+        lhs_free = _free(abstractify(lhs).ndim, lc, lb)
+        out_dim = len(lb) + lhs_free.index(ld)
+    else:  # a free dimension of rhs
+        assert rd is not None
+        lhs_free = _free(abstractify(lhs).ndim, lc, lb)
+        rhs_free = _free(abstractify(rhs).ndim, rc, rb)
+        out_dim = len(lb) + len(lhs_free) + rhs_free.index(rd)
+    out = dot.dot_general(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params)
+    return out, out_dim
+
+
+# --- registration -------------------------------------------------------------------------
+
+for _prim in (reductions.reduce_sum, reductions.reduce_prod, reductions.reduce_max,
+              reductions.reduce_min, reductions.reduce_and, reductions.reduce_or):
+    register(_prim.name, _reduce_rule(_prim))
+for _prim in (reductions.argmax, reductions.argmin):
+    register(_prim.name, _arg_rule(_prim))
+for _prim in (reductions.cumsum, reductions.cumprod, reductions.cummax, reductions.cummin):
+    register(_prim.name, _cum_rule(_prim))
+register(dot.dot_general.name, _dot_general_rule)
