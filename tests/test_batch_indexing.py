@@ -19,6 +19,9 @@ STARTS = [np.array([0, 4, -2], np.int32), np.array([1, 3, 2], np.int32),
           np.array([2, 0, 9], np.int32)]  # per-member scalar starts of 3 axes
 IDX = rng.integers(-1, 6, size=(B, 4, 2, 2)).astype(np.int32)  # gather/scatter indices
 UPD = rng.standard_normal((B, 4, 2, 3)).astype(np.float32)
+# ... and, for "set" (whose order among duplicates is unspecified under jit), distinct ones
+UNIQUE = np.stack([np.stack(np.unravel_index(rng.permutation(20)[:8], (5, 4)), axis=-1)
+                   .reshape(4, 2, 2) for _ in range(B)]).astype(np.int32)
 WIN = rng.standard_normal((B, 2, 3, 2)).astype(np.float32)
 
 
@@ -75,7 +78,7 @@ def test_gather_batched_indices(jit: bool, axis: int) -> None:
 @pytest.mark.parametrize("mode", ["set", "add", "max"])
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_scatter_batched_indices(jit: bool, mode: str, axis: int) -> None:
-    if mode == "set" and jit:
-        pytest.skip("duplicate indices: 'set' order is unspecified under jit")
+    indices = UNIQUE if mode == "set" and jit else IDX
     for flags in FLAGS3:
-        _run(ip.scatter, [X, IDX, UPD], list(flags), [axis, axis, axis], {"mode": mode}, jit)
+        _run(ip.scatter, [X, indices, UPD], list(flags), [axis, axis, axis], {"mode": mode},
+             jit)
