@@ -54,9 +54,9 @@ def _reduce_rule(prim: Primitive) -> Any:
     return rule
 
 
-# --- argmax, argmin -----------------------------------------------------------------------
+# --- argmax, argmin (the axis goes away), cumsum ... cummin (it stays) -------------------
 
-def _arg_rule(prim: Primitive) -> Any:
+def _axis_rule(prim: Primitive, removes_axis: bool) -> Any:
     def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
              axis: int, **params: Any) -> tuple[Any, Optional[int]]:
         (x,), (d,) = args, dims
@@ -64,22 +64,8 @@ def _arg_rule(prim: Primitive) -> Any:
             return prim.bind(x, axis=axis, **params), None
         d = _batch_dim(x, d)
         (new_axis,) = _shift((axis,), d)
-        out_dim = d - 1 if new_axis < d else d
+        out_dim = d - 1 if removes_axis and new_axis < d else d
         return prim.bind(x, axis=new_axis, **params), out_dim
-    return rule
-
-
-# --- cumsum, cumprod, cummax, cummin ------------------------------------------------------
-
-def _cum_rule(prim: Primitive) -> Any:
-    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
-             axis: int, **params: Any) -> tuple[Any, Optional[int]]:
-        (x,), (d,) = args, dims
-        if d is None:
-            return prim.bind(x, axis=axis, **params), None
-        d = _batch_dim(x, d)
-        (new_axis,) = _shift((axis,), d)
-        return prim.bind(x, axis=new_axis, **params), d
     return rule
 
 
@@ -125,7 +111,7 @@ for _prim in (reductions.reduce_sum, reductions.reduce_prod, reductions.reduce_m
               reductions.reduce_min, reductions.reduce_and, reductions.reduce_or):
     register(_prim.name, _reduce_rule(_prim))
 for _prim in (reductions.argmax, reductions.argmin):
-    register(_prim.name, _arg_rule(_prim))
+    register(_prim.name, _axis_rule(_prim, removes_axis=True))
 for _prim in (reductions.cumsum, reductions.cumprod, reductions.cummax, reductions.cummin):
-    register(_prim.name, _cum_rule(_prim))
+    register(_prim.name, _axis_rule(_prim, removes_axis=False))
 register(dot.dot_general.name, _dot_general_rule)

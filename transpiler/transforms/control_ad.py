@@ -64,10 +64,9 @@ def _traced(x: Any) -> bool:
 
 
 def _primal(fn: Any) -> Any:
-    """A user's branch or body as the rules run it (converted under jit, see lax_control)."""
-    from transpiler.lax_control import _converted
-    from transpiler.lowering.regions import active_trace
-    return _converted(fn) if active_trace() is not None else fn
+    """A user's branch or body as the rules run it (converted under jit, see api.for_jit)."""
+    from transpiler.transforms.api import for_jit
+    return for_jit(fn)
 
 
 # --- reverse mode --------------------------------------------------------------------------
