@@ -13,10 +13,11 @@ from transpiler.transforms.api import grad, value_and_grad, vjp
 from transpiler.transforms.custom import custom_vjp
 from transpiler.transforms.custom_jvp import custom_jvp
 from transpiler.transforms.forward_api import hessian, jacfwd, jacrev, jvp, linearize
+from transpiler.transforms.vmap_api import vmap
 from runtime import Device, devices, local_device_count
 
 __version__ = "0.1.0"
 
 __all__ = ["Array", "DeviceArray", "Device", "TranspileError", "config", "custom_jvp",
            "custom_vjp", "devices", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "local_device_count", "tree_util", "dtypes", "value_and_grad", "vjp"]
+           "linearize", "local_device_count", "tree_util", "dtypes", "value_and_grad", "vjp", "vmap"]

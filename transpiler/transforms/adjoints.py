@@ -112,6 +112,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
         return local_rule(gen, stmt, op.callee[1], call, args, t)
+    if kind == "runtime":  # vmap(f): its run-time rule (vmap_ad.py)
+        return runtime_rule(gen, stmt, call, args, t)
     if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (control_ad)
         args = normalized_args(gen, stmt, op.callee, args)
         return runtime_rule(gen, stmt, call.with_changes(args=args), args, t)

@@ -17,7 +17,7 @@ def _target(fn: Any) -> Any:
     """The Python function to transform behind our own wrappers: a jit's function, or a
     grad's generated derivative (so grad(grad(f)) differentiates the derivative code)."""
     while True:
-        if isinstance(fn, Transformed):
+        if isinstance(fn, Transformed) or getattr(type(fn), "runtime_transform", False):
             return fn.differentiable()
         inner = getattr(fn, "_fun", None)
         if inner is None:
@@ -133,8 +133,9 @@ def _aliases(namespace: dict[str, Any]) -> dict[str, Any]:
     from transpiler import lax
     from transpiler import numpy as jnp
     from transpiler.transforms import adjoint_helpers as ad
+    from transpiler.transforms import batch_runtime as bt
     out = {}
-    for alias, module in (("jnp", jnp), ("lax", lax), ("np", np), ("ad", ad)):
+    for alias, module in (("jnp", jnp), ("lax", lax), ("np", np), ("ad", ad), ("bt", bt)):
         out[alias if namespace.get(alias, module) is module else f"_{alias}"] = module
     return out
 

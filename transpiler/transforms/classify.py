@@ -228,6 +228,8 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.index_bar): "cotangent_index_bar",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass"})
+        from transpiler.transforms.vmap_api import vmap
+        _HELPER_KINDS[id(vmap)] = "pass"  # vmap(g) carries g's closure (its derivative)
     return _HELPER_KINDS
 
 
@@ -251,6 +253,8 @@ def callee_kind(callee: Any) -> str:
         return "control"
     if isinstance(callee, tuple):
         return callee[0]  # ("method", name) or ("local", name)
+    if getattr(type(callee), "runtime_transform", False):  # vmap(f): rules at run time
+        return "runtime"
     from transpiler.transforms import runtime_helpers
     if callee is runtime_helpers.seed:  # identity in the cotangent, constant in the output
         return "seed"

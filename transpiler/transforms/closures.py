@@ -104,6 +104,10 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
             from transpiler.transforms.api import vjp_function
             from transpiler.transforms.reverse_ad import ReverseAD
             generated = ReverseAD(parsed, active, False, vjp_function).run()
+        elif mode == "vmap":
+            from transpiler.frontend import is_library
+            from transpiler.transforms.vectorize import Vectorize
+            generated = Vectorize(parsed, active, library=is_library(fn)).run()
         else:
             from transpiler.frontend import is_library
             from transpiler.transforms.forward_ad import ForwardAD
@@ -111,8 +115,8 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
             generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
         function = emit_generated(fn, parsed, generated, mode)
         # the keyword of the output cotangent, or the suffix of the tangents
-        setattr(function, "cotangent_param" if mode == "reverse mode" else "tangent_suffix",
-                generated.out_bar)
+        setattr(function, {"reverse mode": "cotangent_param", "vmap": "batch_suffix"}.get(
+            mode, "tangent_suffix"), generated.out_bar)
         hit = _GENERATED[key] = (generated.func.name.value, function)
     return hit[1]
 

@@ -79,6 +79,8 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         if getattr(fn, "__module__", None) in CONTROL_MODULES else None
     if rule is not None:
         return rule(primals, tangents, kwargs)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's JVP
+        return fn.jvp(primals, tangents, kwargs, fn_dot)
     if is_closure(fn):
         return closure_jvp(fn, primals, tangents, kwargs, fn_dot)
     if isinstance(fn, CustomJVP):

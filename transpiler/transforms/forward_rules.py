@@ -116,7 +116,7 @@ class CallRules:
                              "reverse mode (grad/vjp)")
         if kind in ("primitive", "function"):
             return self.call(stmt, t, op.callee, args)
-        if kind == "local":
+        if kind in ("local", "runtime"):
             return self.runtime_call(stmt, t, call, args)
         if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (control_ad)
             from transpiler.transforms.adjoints import normalized_args

@@ -99,6 +99,8 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     from transpiler.transforms.custom import CustomVJP
     if isinstance(fn, CustomVJP):
         return custom_vjp_bwd(fn, args, kwargs, g)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's VJP
+        return fn.vjp(args, kwargs, g)
     from transpiler.transforms.classify import CONTROL_MODULES
     rule = VJP_RULES.get(getattr(fn, "__qualname__", "")) \
         if getattr(fn, "__module__", None) in CONTROL_MODULES else None
@@ -137,6 +139,9 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     from transpiler.transforms.closures import closure_vjp, is_closure
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
+        return (*bars, fn_bar)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(closure)
+        bars, fn_bar = fn.vjp(args, kwargs, g, with_closure=True)
         return (*bars, fn_bar)
     return (*vjp_call(fn, args, kwargs, g), None)
 

@@ -1,0 +1,470 @@
+"""Batching (`vmap`) as a source transform: ANF code in, the batched Python program out.
+
+Every variable that may depend on a batched input gets a companion, ``x_b``: the axis of
+``x`` that is the batch axis (an int), None when the value is the same for every member of
+the batch, or -- for tuples, lists, dicts and closures -- the same structure of axes. Each
+statement that reads a batched value becomes its batched form (``# vmap of: <line>``):
+
+    y = jnp.sin(x)        ->    y, y_b = bt.call(jnp.sin, (x,), (x_b,))
+    n = x.shape[0]        ->    n = bt.view(x, x_b).shape[0]      (one member's shape)
+    w = params['w']       ->    w, w_b = bt.getitem(params, params_b, 'w', None)
+
+``bt.call`` (batch_runtime.py) applies a primitive's batching rule, or the batched code of
+a Python function (a ``transpiler.numpy`` composite, the user's helper), generated the same
+way on first use. Statements that read no batched value stay as written. A Python ``if``
+or ``while`` on a batched value is an error at run time (use ``jnp.where`` / ``lax.cond``).
+
+Generated functions keep the original signature plus one keyword-only companion per
+batched parameter (``x_b=None``) and return ``(out, out_b)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import libcst as cst
+
+from transpiler.errors import TranspileError
+from transpiler.transforms import classify as cl
+from transpiler.transforms.ad_utils import (TIGHT_EQUAL, _all_assigned, _append, _assign,
+                                            _block, _deferred_error, _local_imports,
+                                            _param_names, _source_line, closure_reads,
+                                            index_text)
+from transpiler.transforms.forward_ad import ForwardAD
+from transpiler.transforms.forward_rules import _code, _text
+from transpiler.transforms.rename import assigned_names
+from transpiler.transforms.reverse_ad import Generated
+from transpiler.transforms.structural_rules import AT_METHODS
+
+_MODULE_PREFIX = re.compile(r"(?<![\w.])(bt|jnp|lax|np)\.")
+_COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
+            cst.GreaterThanEqual: "greater_equal", cst.Equal: "equal", cst.NotEqual: "not_equal"}
+_BITWISE = {cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
+            cst.LeftShift: "left_shift", cst.RightShift: "right_shift"}
+
+
+class Vectorize:
+    """Builds ``vmap_<name>`` for one function and one set of batched parameters."""
+
+    def __init__(self, parsed: Any, batched_params: frozenset[str], library: bool) -> None:
+        self.parsed = parsed
+        self.func: cst.FunctionDef = parsed.func
+        self.namespace: dict[str, Any] = {**parsed.namespace, **_local_imports(parsed.func)}
+        self.params = _param_names(self.func)
+        self.local_names = set(self.params) | _all_assigned(self.func.body.body)
+        self.suffix = next(f for f in (f"_b{k or ''}" for k in range(100))
+                           if not any(n.endswith(f) for n in self.local_names))
+        self.batched_params = batched_params
+        self.library = library
+        self.origin: dict[cst.CSTNode, Any] = {}
+        self.counter = 0
+        self.last_comment: Optional[str] = None
+        self.at_parts: dict[str, tuple[str, Optional[str], Optional[cst.Subscript]]] = {}
+        self.closures: dict[cst.FunctionDef, list[str]] = {}
+        self.closure_dims: dict[str, list[str]] = {}
+        from transpiler.transforms.api import _aliases
+        self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
+                        if name.startswith("_")}
+
+    # --- helpers ---------------------------------------------------------------------------
+    def b(self, name: str) -> str:
+        return f"{name}{self.suffix}"
+
+    def dim(self, node: Optional[cst.CSTNode]) -> str:
+        """The companion of an operand (an atom): its variable, or None."""
+        if isinstance(node, cst.Name) and node.value in self.batched:
+            return self.b(node.value)
+        return "None"
+
+    def is_batched(self, node: Optional[cst.CSTNode]) -> bool:
+        return isinstance(node, cst.Name) and node.value in self.batched
+
+    def error(self, stmt: cst.CSTNode, message: str, hint: str = "") -> TranspileError:
+        return TranspileError(message, self.parsed.locations.get(stmt), hint)
+
+    def where(self, stmt: cst.CSTNode) -> str:
+        loc = self.parsed.locations.get(stmt)
+        return repr(f"{loc.file}:{loc.line}" if loc is not None else self.parsed.name)
+
+    def line(self, text: str) -> cst.BaseStatement:
+        if self.renamed:
+            text = _MODULE_PREFIX.sub(lambda m: self.renamed.get(m.group(1), m.group(1)) + ".",
+                                      text)
+        return cst.parse_statement(text + "\n")
+
+    def op_of(self, assign: cst.Assign) -> cl.Op:
+        return cl.classify(assign.value, self.namespace, self.local_names)
+
+    # --- the pipeline ----------------------------------------------------------------------
+    def run(self) -> Generated:
+        body = _block(self.func.body)
+        ret = body[-1]
+        if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
+            raise self.error(ret, "internal: ANF function does not end with a return")
+        self.batched: set[str] = set(self.batched_params)
+        while True:  # flow-insensitive: loops and branches reach a fixpoint
+            before = len(self.batched)
+            self.analyze(body[:-1])
+            if len(self.batched) == before:
+                break
+        statements = self.block(body[:-1])
+        out = ret.body[0].value
+        assert out is not None
+        result = cst.parse_statement(f"return {_text(out)}, {self.dim(out)}")
+        self.origin[result] = self.parsed.locations.get(ret)
+        params = self.func.params
+        companions = [cst.Param(cst.Name(self.b(p)), default=cst.Name("None"), equal=TIGHT_EQUAL)
+                      for p in self.params if p in self.batched_params]
+        star = params.star_arg if isinstance(params.star_arg, cst.Param) else cst.ParamStar()
+        func = self.func.with_changes(
+            name=cst.Name(f"vmap_{self.func.name.value}"),
+            params=params.with_changes(kwonly_params=[*params.kwonly_params, *companions],
+                                       star_arg=star),
+            body=self.func.body.with_changes(body=[*statements, result]), decorators=[])
+        return Generated(func, {}, self.origin, self.suffix, {})
+
+    # --- which values are batched ------------------------------------------------------------
+    def analyze(self, stmts: list[cst.BaseStatement]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.FunctionDef):
+                if any(n in self.batched for n in self.closure(stmt)):
+                    self.batched.add(stmt.name.value)
+                continue
+            if isinstance(stmt, cst.For) and self.is_batched(stmt.iter):
+                self.batched.update(assigned_names(stmt.target))
+            if isinstance(stmt, cst.BaseCompoundStatement):
+                for block in ForwardAD.nested(stmt):
+                    self.analyze(block)
+                continue
+            append = _append(stmt)
+            if append is not None:
+                if append[1] in self.batched:
+                    self.batched.add(append[0])
+                continue
+            assign = _assign(stmt)
+            if assign is None:
+                continue
+            op = self.op_of(assign)
+            if op.kind == "compare" and _identity_test(assign.value):
+                continue
+            if any(n in self.batched for n in cl.names_in(assign.value)) and self.propagates(op):
+                for t in assign.targets:
+                    self.batched.update(assigned_names(t.target))
+
+    @staticmethod
+    def propagates(op: cl.Op) -> bool:
+        """Whether the value depends on the batch (not: shapes, dtypes, static calls)."""
+        if op.kind == "const":
+            return False
+        if op.kind == "attribute":
+            return op.attr not in cl.STATIC_ATTRIBUTES
+        if op.kind == "call":
+            return cl.callee_kind(op.callee) != "static"
+        return True
+
+    def closure(self, stmt: cst.FunctionDef) -> list[str]:
+        if stmt not in self.closures:
+            self.closures[stmt] = closure_reads(stmt, self.local_names)
+        return self.closures[stmt]
+
+    # --- emission ----------------------------------------------------------------------------
+    def block(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        out: list[cst.BaseStatement] = []
+        for stmt in stmts:
+            try:
+                emitted = self.statement(stmt)
+            except TranspileError as err:
+                if not self.library:
+                    raise
+                emitted = [stmt, _deferred_error(err)]  # library code: fail if it runs
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for function, free in self.closure_dims.items():  # late binding
+                    emitted += [self.line(f"{self.b(function)}[{n!r}] = {self.b(n)}")
+                                for n in _targets(stmt) if n in free]
+                self.comment(emitted, stmt)
+            for new in emitted:
+                self.origin.setdefault(new, self.parsed.locations.get(stmt))
+            out.extend(emitted)
+        return out
+
+    def comment(self, emitted: list[cst.BaseStatement], stmt: cst.BaseStatement) -> None:
+        loc = self.parsed.locations.get(stmt)
+        if loc is None or self.library or not emitted or emitted[0] is stmt:
+            return
+        text = f"# vmap of: {_source_line(loc)}"
+        if text == self.last_comment:
+            return
+        self.last_comment = text
+        first = emitted[0]
+        emitted[0] = first.with_changes(leading_lines=[
+            *getattr(first, "leading_lines", ()), cst.EmptyLine(comment=cst.Comment(text))])
+
+    def statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+        if isinstance(stmt, cst.FunctionDef):
+            out: list[cst.BaseStatement] = [stmt]
+            name = stmt.name.value
+            if name in self.batched:
+                free = [n for n in self.closure(stmt) if n in self.batched]
+                items = ", ".join(f"{n!r}: {self.b(n)}" for n in free)
+                out.append(self.line(f"{self.b(name)} = {{{items}}}"))
+                self.closure_dims[name] = free
+            return out
+        if isinstance(stmt, (cst.If, cst.While)):
+            new = self.compound(stmt)
+            if self.is_batched(stmt.test):
+                test = _text(stmt.test)
+                new = new.with_changes(test=cst.parse_expression(
+                    f"bt.branch({test}, {self.b(test)}, {self.where(stmt)})"))
+            return [new]
+        if isinstance(stmt, cst.For):
+            new = self.compound(stmt)
+            unbatched = [n for n in assigned_names(stmt.target) if n in self.batched]
+            if unbatched and not self.is_batched(stmt.iter):  # `i` is batched elsewhere
+                first = [self.line(f"{self.b(n)} = None") for n in unbatched]
+                new = new.with_changes(body=new.body.with_changes(body=[*first,
+                                                                       *new.body.body]))
+            if self.is_batched(stmt.iter):
+                target = _code(stmt.target)
+                dims = self.pattern(stmt.target)
+                new = new.with_changes(  # type: ignore[attr-defined]
+                    target=cst.parse_expression(f"({target}, {dims})"),
+                    iter=cst.parse_expression(
+                        f"bt.iterate({_text(stmt.iter)}, {self.dim(stmt.iter)})"))
+            return [new]
+        if isinstance(stmt, cst.Try):
+            return [self.compound(stmt)]
+        append = _append(stmt)
+        if append is not None and append[0] in self.batched:
+            xs, v = append
+            value = self.b(v) if v in self.batched else "None"
+            return [self.line(f"{self.b(xs)} = bt.appended({xs}, {self.b(xs)}, {value})"), stmt]
+        assign = _assign(stmt)
+        if assign is None:
+            if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    n in self.batched for n in cl.names_in(stmt)):
+                return [self.viewed(stmt)]  # assert/print/raise on a batched value
+            return [stmt]
+        targets = [n for t in assign.targets for n in assigned_names(t.target)]
+        reads = [n for n in cl.names_in(assign.value) if n in self.batched]
+        if not reads:
+            if isinstance(assign.value, cst.List) and targets[0] in self.batched:
+                return [stmt, self.line(f"{self.b(targets[0])} = [None] * len({targets[0]})")]
+            extra = [self.line(f"{self.b(n)} = None") for n in targets if n in self.batched]
+            return [stmt, *extra]
+        return self.batched_assign(stmt, assign)
+
+    def compound(self, stmt: Any) -> Any:
+        new = stmt.with_changes(body=stmt.body.with_changes(body=self.block(_block(stmt.body))))
+        orelse = getattr(stmt, "orelse", None)
+        if isinstance(orelse, cst.Else):
+            new = new.with_changes(orelse=orelse.with_changes(
+                body=orelse.body.with_changes(body=self.block(_block(orelse.body)))))
+        if isinstance(stmt, cst.Try):
+            new = new.with_changes(handlers=[h.with_changes(body=h.body.with_changes(
+                body=self.block(_block(h.body)))) for h in stmt.handlers])
+        self.origin[new] = self.parsed.locations.get(stmt)
+        return new
+
+    def pattern(self, target: cst.BaseExpression) -> str:
+        """The companions of an assignment target: ``a, (b, c)`` -> ``(a_b, (b_b, c_b))``."""
+        if isinstance(target, cst.Name):
+            return self.b(target.value)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            items = [self.pattern(e.value) for e in target.elements]  # type: ignore
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        raise TranspileError("cannot batch an assignment to this target")
+
+    def viewed(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
+        """`stmt` with each batched operand read as one member's view (static facts)."""
+        class Views(cst.CSTTransformer):
+            def leave_Name(inner, original: cst.Name, updated: cst.Name) -> Any:
+                if original.value in self.batched:
+                    return cst.parse_expression(f"bt.view({original.value}, "
+                                                f"{self.b(original.value)})")
+                return updated
+
+            def leave_Attribute(inner, original: cst.Attribute, updated: cst.Attribute) -> Any:
+                return updated.with_changes(attr=original.attr)
+
+            def leave_Arg(inner, original: cst.Arg, updated: cst.Arg) -> Any:
+                return updated.with_changes(keyword=original.keyword)
+
+        return stmt.visit(Views())  # type: ignore[return-value]
+
+    def batched_assign(self, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cst.BaseStatement]:
+        target = assign.targets[0].target
+        value = assign.value
+        if isinstance(target, (cst.Tuple, cst.List)):  # a, b = t
+            if not isinstance(value, cst.Name):
+                raise self.error(stmt, "cannot batch this unpacking", "assign to a name first")
+            return [self.line(f"({_code(target)}), {self.pattern(target)} = "
+                              f"bt.unpack({value.value}, {self.b(value.value)}, "
+                              f"{len(target.elements)})")]
+        if not isinstance(target, cst.Name):
+            raise self.error(stmt, "cannot batch an assignment to an attribute or an element",
+                             "use x.at[index].set(value)")
+        t = target.value
+        op = self.op_of(assign)
+        if not self.propagates(op):  # shapes, dtypes, static calls: one member's facts
+            return [self.viewed(stmt), *self.unbatched(t)]
+        if op.kind == "copy":
+            return [stmt, self.line(f"{self.b(t)} = {self.b(op.operands[0])}")]
+        if op.kind == "index":
+            return self.index(stmt, t, value)  # type: ignore[arg-type]
+        if op.kind in ("pack", "dict"):
+            if isinstance(value, cst.Dict):
+                items = ", ".join(f"{_code(e.key)}: {self.dim(e.value)}"  # type: ignore
+                                  for e in value.elements)
+                return [stmt, self.line(f"{self.b(t)} = {{{items}}}")]
+            elements = value.elements  # type: ignore[attr-defined]
+            if any(isinstance(e, cst.StarredElement) for e in elements):
+                raise self.error(stmt, "cannot batch a starred element in a tuple or list",
+                                 "write the elements out")
+            items = ", ".join(self.dim(e.value) for e in elements)
+            close = "," if len(elements) == 1 and isinstance(value, cst.Tuple) else ""
+            brackets = "[]" if isinstance(value, cst.List) else "()"
+            return [stmt, self.line(f"{self.b(t)} = {brackets[0]}{items}{close}{brackets[1]}")]
+        if op.kind == "attribute":
+            if op.attr == "at":
+                self.at_parts[t] = (op.operands[0], None, None)
+                return [stmt, self.line(f"{self.b(t)} = {self.b(op.operands[0])}")]
+            fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
+            if fn_name is None:
+                raise self.error(stmt, f"cannot batch the attribute `.{op.attr}` of a batched "
+                                 "value")
+            return [self.call_line(t, f"jnp.{fn_name}", [cst.Arg(value.value)])]  # type: ignore
+        if op.kind in ("binop", "unary"):
+            operator = type(value.operator)  # type: ignore[attr-defined]
+            name = op.callee or _BITWISE.get(operator) or (
+                "invert" if operator is cst.BitInvert else None)
+            if name is None:
+                raise self.error(stmt, f"cannot batch the operator in `{_code(value)}`")
+            args = [value.left, value.right] if op.kind == "binop" else [value.expression]  # type: ignore
+            return [self.call_line(t, f"jnp.{name}", [cst.Arg(a) for a in args])]
+        if op.kind == "compare":
+            return [self.compare(stmt, t, value)]
+        if op.kind == "call":
+            return self.call(stmt, t, op, value)  # type: ignore[arg-type]
+        if isinstance(value, cst.ListComp) and ForwardAD.static_comprehension(
+                self, value):  # type: ignore[arg-type]
+            return [self.viewed(stmt), *self.unbatched(t)]
+        raise self.error(stmt, "cannot batch this statement",
+                         "rewrite it with transpiler.numpy functions (a list comprehension "
+                         "over a batched value: jnp.stack, or lax.map)")
+
+    def unbatched(self, t: str) -> list[cst.BaseStatement]:
+        return [self.line(f"{self.b(t)} = None")] if t in self.batched else []
+
+    def index(self, stmt: cst.BaseStatement, t: str, value: cst.Subscript) -> list[cst.BaseStatement]:
+        base = value.value
+        if isinstance(base, cst.Name) and base.value in self.at_parts:  # x.at[i]
+            x = self.at_parts[base.value][0]
+            self.at_parts[t] = (x, index_text(value), value)
+            return [stmt, self.line(f"{self.b(t)} = {self.dim(base)}")]
+        key, key_dims = self.key(value)
+        return [self.line(f"{t}, {self.b(t)} = bt.getitem({_text(base)}, {self.dim(base)}, "
+                          f"{key}, {key_dims})")]
+
+    def key(self, value: cst.Subscript) -> tuple[str, str]:
+        """The index of ``a[...]`` as a value, and its companions (one per element)."""
+        key = index_text(value)
+        dims = []
+        for element in value.slice:
+            s = element.slice
+            dims.append(self.dim(s.value) if isinstance(s, cst.Index) else "None")
+        if not key.startswith("(") or len(value.slice) == 1 and key == _code(
+                value.slice[0].slice.value if isinstance(value.slice[0].slice, cst.Index)
+                else value.slice[0].slice):
+            return key, dims[0]
+        return key, "(" + ", ".join(dims) + ",)"
+
+    def compare(self, stmt: cst.BaseStatement, t: str, value: Any) -> cst.BaseStatement:
+        if isinstance(value, cst.Comparison) and len(value.comparisons) == 1:
+            c = value.comparisons[0]
+            name = _COMPARE.get(type(c.operator))
+            if name is not None:
+                return self.call_line(t, f"jnp.{name}", [cst.Arg(value.left), cst.Arg(c.comparator)])
+            if isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                return self.line(f"{t} = {_code(value)}")  # not batched
+        raise self.error(stmt, f"cannot batch `{_code(value)}`: `and`, `or`, `not` and chained "
+                         "comparisons ask for one truth value for the whole batch",
+                         "use jnp.logical_and / jnp.logical_or / jnp.logical_not")
+
+    def call(self, stmt: cst.BaseStatement, t: str, op: cl.Op,
+             call: cst.Call) -> list[cst.BaseStatement]:
+        kind = cl.callee_kind(op.callee)
+        args = list(call.args)
+        if kind == "method":
+            receiver = cst.Arg(cst.Name(op.method_self))  # type: ignore[arg-type]
+            method = op.callee[1]
+            if method in AT_METHODS:
+                return [self.at_update(stmt, t, op, args)]
+            if method in cl.METHOD_OWN:
+                return [self.call_line(t, f"bt.ArrayMethods.{method}", [receiver, *args])]
+            name = cl.METHOD_TO_FUNCTION.get(method)
+            if name is not None:
+                return [self.call_line(t, f"jnp.{name}", [receiver, *args])]
+            return [self.call_line(t, f"bt.Method({method!r})", [receiver, *args])]
+        fn_dims = None
+        if isinstance(call.func, cst.Name) and call.func.value in self.batched:  # a closure
+            fn_dims = self.b(call.func.value)
+        return [self.call_line(t, _text(call.func), args, fn_dims)]
+
+    def call_line(self, t: str, fn: str, args: list[cst.Arg],
+                  fn_dims: Optional[str] = None) -> cst.BaseStatement:
+        """``t, t_b = bt.call(fn, (args...), (dims...), {kw: v}, {kw: dim})``."""
+        positional, dims, kwargs, kwdims = [], [], [], []
+        for a in args:
+            if a.star == "**":
+                kwargs.append(f"**{_text(a.value)}")
+                kwdims.append(f"**bt.keyword_dims({_text(a.value)}, {self.dim(a.value)})")
+            elif a.keyword is not None:
+                kwargs.append(f"{a.keyword.value!r}: {_text(a.value)}")
+                if self.is_batched(a.value):
+                    kwdims.append(f"{a.keyword.value!r}: {self.dim(a.value)}")
+            elif a.star == "*":
+                positional.append(f"*{_text(a.value)}")
+                dims.append(f"*bt.star_dims({_text(a.value)}, {self.dim(a.value)})")
+            else:
+                positional.append(_text(a.value))
+                dims.append(self.dim(a.value))
+        close = "," if len(positional) == 1 else ""
+        text = f"{t}, {self.b(t)} = bt.call({fn}, ({', '.join(positional)}{close}), " \
+               f"({', '.join(dims)}{close})"
+        if kwargs or fn_dims:
+            text += f", {{{', '.join(kwargs)}}}, {{{', '.join(kwdims)}}}"
+        if fn_dims:
+            text += f", {fn_dims}"
+        return self.line(text + ")")
+
+    def at_update(self, stmt: cst.BaseStatement, t: str, op: cl.Op,
+                  args: list[cst.Arg]) -> cst.BaseStatement:
+        receiver = op.method_self or ""
+        parts = self.at_parts.get(receiver)
+        if parts is None or parts[2] is None:
+            raise self.error(stmt, f"cannot batch `.{op.callee[1]}()` here",
+                             "write the update as x.at[index].set(value) in one expression")
+        x, _, sub = parts
+        key, key_dims = self.key(sub)
+        method = op.callee[1]
+        values = [a for a in args if a.keyword is None]
+        value = _text(values[0].value) if values else "None"
+        value_dim = self.dim(values[0].value) if values else "None"
+        kwargs = ", ".join(f"{a.keyword.value!r}: {_text(a.value)}"  # type: ignore[union-attr]
+                           for a in args if a.keyword is not None)
+        return self.line(f"{t}, {self.b(t)} = bt.at_update({x}, {self.dim(cst.Name(x))}, {key}, "
+                         f"{key_dims}, {method!r}, {value}, {value_dim}, {{{kwargs}}})")
+
+
+def _identity_test(value: cst.BaseExpression) -> bool:
+    """``x is None``, ``k in d``: facts about objects, the same for the whole batch."""
+    return isinstance(value, cst.Comparison) and all(
+        isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in value.comparisons)
+
+
+def _targets(stmt: cst.BaseStatement) -> list[str]:
+    assign = _assign(stmt)
+    if assign is None:
+        return []
+    return [n for t in assign.targets for n in assigned_names(t.target)]
