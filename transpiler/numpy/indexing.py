@@ -273,8 +273,8 @@ def _advanced_getitem(x: Any, shape: tuple[int, ...], entries: list[Entry]) -> A
     final: list[int] = []
     for t in tokens:
         if t == "B":
-            perm += range(len(batch))
-            final += batch
+            perm += list(range(len(batch)))
+            final += list(batch)
         elif t == "new":
             final.append(1)
         else:

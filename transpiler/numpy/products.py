@@ -233,21 +233,20 @@ def _parse_einsum(subscripts: str, avals: Sequence[ShapedArray]) -> tuple[list[s
 
 def _take_diagonals(x: Any, labels: str) -> tuple[Any, str]:
     """Collapse a label repeated within one operand (``ii``) to its diagonal."""
-    while True:
-        repeated = next((ch for ch in labels if labels.count(ch) > 1), None)
-        if repeated is None:
-            return x, labels
+    repeated = next((ch for ch in labels if labels.count(ch) > 1), None)
+    while repeated is not None:
         aval = abstractify(x)
         p = labels.index(repeated)
         q = labels.index(repeated, p + 1)
         if aval.shape[p] != aval.shape[q]:
             raise shape_error(f"einsum: subscript {repeated!r} is repeated for dimensions of "
                               f"different sizes {aval.shape[p]} and {aval.shape[q]}")
-        mask_shape = [1] * aval.ndim
-        mask_shape[p] = mask_shape[q] = aval.shape[p]
-        mask = reshape(eye(aval.shape[p], dtype=dtypes.bool_), tuple(mask_shape))
+        mask_shape = tuple(aval.shape[p] if k in (p, q) else 1 for k in range(aval.ndim))
+        mask = reshape(eye(aval.shape[p], dtype=dtypes.bool_), mask_shape)
         x = _sum_axes(where(mask, x, astype(0, aval.dtype)), [q])
         labels = labels[:q] + labels[q + 1:]
+        repeated = next((ch for ch in labels if labels.count(ch) > 1), None)
+    return x, labels
 
 
 def _cast_to(x: Any, dtype: np.dtype) -> Any:

@@ -102,6 +102,8 @@ def rules() -> dict[int, Any]:
                rh.spread, rh.item, fh.tangents_of):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
+    table[id(rh.with_element)] = _with_element
+    table[id(rh.vjp_call)] = _vjp_call
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
     return table
@@ -173,3 +175,77 @@ def _finalize(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         out.append(b)
         out_dims.append(_Dim(db))
     return tree.unflatten(out), plain(tree.unflatten(out_dims))
+
+
+def einsum(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``jnp.einsum(spec, *operands)``: the batch axis becomes one more index (a letter the
+    spec does not use), leading in each batched operand and in the output."""
+    from transpiler.primitives.batching import move_to_front
+    spec, operands, operand_dims = args[0], args[1:], dims[1:]
+    if not isinstance(spec, str) or bt.batched(dims[0]) or bt.batched(kwdims):
+        raise TypeError("vmap of einsum needs the subscripts string form")
+    inputs, arrow, output = spec.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if not arrow:  # the implicit output: the letters used once, in order
+        letters = [c for c in inputs if c.isalpha()]
+        output = ("..." if "..." in inputs else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    free = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
+                if c not in spec)
+    moved = []
+    for i, (x, d) in enumerate(zip(operands, operand_dims)):
+        if d is not None:
+            terms[i] = free + terms[i]
+            x = move_to_front(x, d)
+        moved.append(x)
+    return fn(f"{','.join(terms)}->{free}{output}", *moved, **kwargs), 0
+
+
+def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.with_element(args, x)``: x's companion goes where x goes."""
+    from transpiler.transforms.runtime_helpers import ELEMENT
+    (call_args, x), (args_dims, x_dims) = args, dims
+    listed = list(args_dims) if isinstance(args_dims, (tuple, list)) else \
+        [None] * len(call_args)
+    return fn(call_args, x), tuple(x_dims if a is ELEMENT else d
+                                   for a, d in zip(call_args, listed))
+
+
+def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.vjp_call(f, args, kwargs, g)`` (a callee of derivative code known at run time)
+    with batched operands: the VJP f would get, batched."""
+    import inspect
+    import types
+
+    from transpiler.errors import TranspileError, user_location
+    from transpiler.primitives.core import Primitive
+    from transpiler.transforms import closures
+    from transpiler.transforms import runtime_helpers as rh
+    from transpiler.transforms.api import vjp_function
+    f, call_args, call_kwargs, g = args
+    f_dims, a_dims, k_dims, g_dims = dims
+    a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
+    k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
+    if g is None or bt.batched(f_dims):
+        if g is None:
+            return (None,) * len(call_args), None
+    elif isinstance(f, Primitive) and f.vjp is not None and f.differentiable:
+        out, out_dims = bt.call(f, call_args, a_dims, call_kwargs, k_dims)
+        rule = rh.vjp_rule(f, call_args, call_kwargs)
+        return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
+                       k_dims)
+    elif isinstance(f, types.FunctionType) and not closures.is_closure(f):
+        names = list(inspect.signature(f).parameters)[:len(call_args)]
+        active = frozenset(n for n, a in zip(names, call_args) if rh._differentiable(a))
+        if not active:
+            return (None,) * len(call_args), None
+        generated = vjp_function(f, active, False)[1]
+        keyword = getattr(generated, "cotangent_param", "_out_bar")
+        out, out_dims = bt.call(generated, call_args, a_dims, {**call_kwargs, keyword: g},
+                                {**k_dims, keyword: g_dims})
+        bars, bars_dims = bt.getitem(out, out_dims, 1, None)
+        n = len(call_args)
+        return tuple(bars)[:n], tuple(_sub(bars_dims, i) for i in range(n))
+    raise TranspileError(f"vmap of the derivative of a call of {f!r} (known only at run time) "
+                         "is not supported", user_location(),
+                         "call a transpiler.numpy function or a plain Python function there")

@@ -16,6 +16,8 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
              fn_dims: Any) -> tuple[Any, Any]:
     if isinstance(fn, Primitive):
         return bt.primitive_call(fn, args, dims, kwargs, kwdims)
+    if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
+        return _sequence_op(fn)(args, dims)
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)
@@ -45,6 +47,12 @@ def _special(fn: Any) -> Any:
         return _method
     if fn in (tuple, list):
         return _container
+    if fn is abs:
+        return _abs
+    from transpiler import numpy as jnp
+    if fn is jnp.einsum:
+        from transpiler.transforms.batch_helpers import einsum
+        return einsum
     if isinstance(fn, vmap_api.Vmapped):
         return vmap_api.nested_call
     global _HELPERS
@@ -98,3 +106,41 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
     name = type(obj).__name__
     raise TranspileError(f"vmap cannot batch the method `.{m.name}()` of a batched {name}",
                          user_location(), "use the transpiler.numpy function of that name")
+
+
+def _abs(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    from transpiler import numpy as jnp
+    return bt.call(jnp.abs, args, dims)
+
+
+def _sequence_op(fn: Any) -> Any:
+    """``xs + ys`` and ``xs * n`` on Python lists and tuples (not arrays)."""
+    from transpiler import numpy as jnp
+    if fn is jnp.add:
+        return _concat
+    if fn is jnp.multiply:
+        return _repeat
+    return None
+
+
+def _listed(x: Any, d: Any) -> list:
+    return list(d) if isinstance(d, (list, tuple)) else [d] * len(x)
+
+
+def _concat(args: tuple, dims: tuple) -> tuple:
+    (a, b), (da, db) = args, dims
+    if isinstance(a, list) and not isinstance(b, list):  # `xs += ys` (canonicalized)
+        b = list(b)
+    out = a + b
+    return out, type(out)(_listed(a, da) + _listed(b, db))
+
+
+def _repeat(args: tuple, dims: tuple) -> tuple:
+    (a, b), (da, db) = args, dims
+    if isinstance(b, (list, tuple)):
+        (a, b), (da, db) = (b, a), (db, da)
+    if bt.batched(db):
+        raise TranspileError("a sequence is repeated a batched number of times",
+                             user_location(), "the repeat count must be static")
+    out = a * b
+    return out, type(out)(_listed(a, da) * b)

@@ -86,18 +86,23 @@ def view(x: Any, dims: Any) -> Any:
 
 
 # --- structure ---------------------------------------------------------------------------------
-def unpack(x: Any, dims: Any, n: int) -> tuple[tuple, tuple]:
-    """``a, b = x``: the values and their companions."""
+def unpack(x: Any, dims: Any, shape: Any) -> tuple[tuple, tuple]:
+    """``a, (b, c) = x``: the values and their companions, nested like the target
+    (`shape`: ``(None, (None, None))``, or the number of names of a flat target)."""
+    n = shape if isinstance(shape, int) else len(shape)
     if isinstance(dims, int):  # iterating a batched array: along its first member axis
         front = move_to_front(x, dims)
         values = tuple(front[:, i] for i in range(view(x, dims).shape[0]))
-        return values, (0,) * len(values)
-    values = tuple(x)
+        out_dims: Any = (0,) * len(values)
+    else:
+        values = tuple(x)
+        out_dims = (None,) * len(values) if dims is None else tuple(dims)
     if len(values) != n:
         raise ValueError(f"expected {n} values to unpack, got {len(values)}")
-    if dims is None:
-        return values, (None,) * n
-    return values, tuple(dims)
+    if isinstance(shape, tuple):
+        out_dims = tuple(d if s is None else unpack(v, d, s)[1]
+                         for v, d, s in zip(values, out_dims, shape))
+    return values, out_dims
 
 
 def iterate(xs: Any, dims: Any) -> Iterator[tuple[Any, Any]]:
@@ -121,6 +126,40 @@ def appended(xs: list, dims: Any, value_dims: Any) -> list:
         dims = [dims if isinstance(dims, int) else None] * len(xs)
     dims.append(value_dims)
     return dims
+
+
+def unbatched_or_fail(dims: tuple, message: str, hint: str, file: Any, line: int,
+                      col: int) -> None:
+    """Before a statement the transform could not batch: fine when nothing it reads is
+    batched after all, else the transform's error, at the statement."""
+    if batched(dims):
+        from transpiler.transforms.runtime_helpers import fail
+        fail(message, hint, file, line, col)
+
+
+def set_element(xs: Any, dims: Any, key: Any, value_dims: Any) -> Any:
+    """The companion of Python list `xs` after ``xs[key] = v`` (v's companion
+    `value_dims`); a batched array cannot be assigned to (use ``x.at[key].set(v)``)."""
+    if not batched(dims) and not batched(value_dims):
+        return None
+    if isinstance(xs, dict):
+        out = dict(dims) if isinstance(dims, dict) else {k: dims for k in xs}
+        out[key] = value_dims
+        return out
+    if not isinstance(xs, list):
+        raise TranspileError("cannot assign to an element of a batched array", user_location(),
+                             "use x.at[index].set(value)")
+    listed = list(dims) if isinstance(dims, (list, tuple)) else [dims] * len(xs)
+    listed[key] = value_dims
+    return listed
+
+
+def logical_not(x: Any, dims: Any) -> tuple[Any, Any]:
+    """``not x``: a fact about a container, or the batched logical not of an array."""
+    if not isinstance(dims, int) or isinstance(x, (list, tuple, dict)):
+        return not x, None
+    from transpiler import numpy as jnp
+    return call(jnp.logical_not, (x,), (dims,))
 
 
 def branch(test: Any, dims: Any, where: str) -> Any:
@@ -165,7 +204,8 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
         return getitem(x, dims, key, key_dims)
     if not batched(key_dims) and _static_key(key):
         size = _size(((x, dims), (value, value_dims)))
-        front = materialize(x, dims, size)
+        from transpiler import numpy as jnp
+        front = jnp.asarray(materialize(x, dims, size))
         key = key if isinstance(key, tuple) else (key,)
         if value_dims is not None:  # line the member axes up with the indexed ones
             target = ShapedArray(view(x, dims).shape, front.aval.dtype)
@@ -213,7 +253,11 @@ def call(fn: Any, args: tuple, dims: tuple, kwargs: Optional[dict] = None,
          kwdims: Optional[dict] = None, fn_dims: Any = None) -> tuple[Any, Any]:
     """``fn(*args, **kwargs)`` batched: ``(out, out_dims)``."""
     kwargs = kwargs or {}
-    if not batched(dims) and not batched(kwdims) and not batched(fn_dims):
+    if not batched(dims) and not batched(kwdims) and not batched(fn_dims) and \
+            not getattr(fn, "batch_always", False):  # (collectives: lax.axis_index ...)
+        operator = _operators().get(id(fn))
+        if operator is not None:  # `a + b` on values the batch shares: as Python runs it
+            return operator(*args), None
         from transpiler.transforms.api import for_jit
         target = for_jit(fn) if isinstance(fn, types.FunctionType) else fn
         return target(*args, **kwargs), None
@@ -265,3 +309,28 @@ def primitive_call(prim: Primitive, args: tuple, dims: tuple, kwargs: dict,
         if d is not None and not isinstance(d, int):
             raise TypeError(f"primitive `{prim.name}` got a batched container")
     return rule(list(args), list(dims), **kwargs)
+
+
+_OPERATORS: dict[int, Any] = {}
+
+
+def _operators() -> dict[int, Any]:
+    """The transpiler.numpy functions generated code calls for Python operators
+    (vectorize.py), as the operators themselves."""
+    if not _OPERATORS:
+        import operator as op
+
+        from transpiler import numpy as jnp
+        from transpiler.transforms import classify as cl
+        names = {**{v: k for k, v in cl.BINOP_TO_FUNCTION.items()},
+                 **{v: k for k, v in cl.UNARY_TO_FUNCTION.items()}}
+        table = {"add": op.add, "subtract": op.sub, "multiply": op.mul,
+                 "true_divide": op.truediv, "floor_divide": op.floordiv, "remainder": op.mod,
+                 "power": op.pow, "matmul": op.matmul, "negative": op.neg, "positive": op.pos,
+                 "less": op.lt, "less_equal": op.le, "greater": op.gt, "greater_equal": op.ge,
+                 "equal": op.eq, "not_equal": op.ne, "bitwise_and": op.and_,
+                 "bitwise_or": op.or_, "bitwise_xor": op.xor, "left_shift": op.lshift,
+                 "right_shift": op.rshift, "invert": op.invert}
+        assert set(names) <= set(table)
+        _OPERATORS.update({id(getattr(jnp, name)): fn for name, fn in table.items()})
+    return _OPERATORS

@@ -191,6 +191,12 @@ def _differentiable(value: Any) -> bool:
 ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's args
 
 
+def with_element(args: tuple, x: Any) -> tuple:
+    """`args` with the comprehension's element `x` in the ``ELEMENT`` slot (structural:
+    vmap moves the companions the same way)."""
+    return tuple(x if a is ELEMENT else a for a in args)
+
+
 def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = None) -> Any:
     """Cotangent of ``xs`` from ``ys = [fn(..., x, ...) for x in xs]`` with ``ys_bar = g``;
     `args` gives the call's positional arguments with ``ELEMENT`` where ``x`` goes."""
@@ -199,7 +205,7 @@ def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = No
     slot = args.index(ELEMENT)
     bars = []
     for x, gi in zip(xs, g):
-        call_args = tuple(x if a is ELEMENT else a for a in args)
+        call_args = with_element(args, x)
         bars.append(vjp_call(fn, call_args, kwargs or {}, gi)[slot])
     if all(b is None for b in bars):
         return None

@@ -26,6 +26,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from transpiler.errors import TranspileError
+from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (TIGHT_EQUAL, _all_assigned, _append, _assign,
                                             _block, _deferred_error, _local_imports,
@@ -38,6 +39,13 @@ from transpiler.transforms.reverse_ad import Generated
 from transpiler.transforms.structural_rules import AT_METHODS
 
 _MODULE_PREFIX = re.compile(r"(?<![\w.])(bt|jnp|lax|np)\.")
+def _computing() -> frozenset:
+    import builtins
+
+    from transpiler import lax
+    return frozenset({lax.stop_gradient, builtins.abs})
+
+
 _COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
             cst.GreaterThanEqual: "greater_equal", cst.Equal: "equal", cst.NotEqual: "not_equal"}
 _BITWISE = {cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
@@ -63,6 +71,7 @@ class Vectorize:
         self.at_parts: dict[str, tuple[str, Optional[str], Optional[cst.Subscript]]] = {}
         self.closures: dict[cst.FunctionDef, list[str]] = {}
         self.closure_dims: dict[str, list[str]] = {}
+        self.pending: list[cst.BaseStatement] = []  # after an unpacking: list elements' dims
         from transpiler.transforms.api import _aliases
         self.renamed = {name.lstrip("_"): name for name in _aliases(self.namespace)
                         if name.startswith("_")}
@@ -108,7 +117,9 @@ class Vectorize:
             self.analyze(body[:-1])
             if len(self.batched) == before:
                 break
-        statements = self.block(body[:-1])
+        statements = [self.line(f"{self.b(p)} = None") for p in self.params  # batched
+                      if p in self.batched and p not in self.batched_params]  # later only
+        statements += self.block(body[:-1])
         out = ret.body[0].value
         assert out is not None
         result = cst.parse_statement(f"return {_text(out)}, {self.dim(out)}")
@@ -146,21 +157,40 @@ class Vectorize:
             if assign is None:
                 continue
             op = self.op_of(assign)
+            self.at_chain(assign, op)
             if op.kind == "compare" and _identity_test(assign.value):
                 continue
             if any(n in self.batched for n in cl.names_in(assign.value)) and self.propagates(op):
                 for t in assign.targets:
                     self.batched.update(assigned_names(t.target))
+                    self.batched.update(_element_bases(t.target))  # xs[k] = v
+
+    def at_chain(self, assign: cst.Assign, op: cl.Op) -> None:
+        """Record ``r = x.at`` and ``s = r[idx]`` (ANF's pieces of ``x.at[idx].set(v)``)."""
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return
+        if op.kind == "attribute" and op.attr == "at":
+            self.at_parts[target.value] = (op.operands[0], None, None)
+        elif op.kind == "index" and isinstance(assign.value, cst.Subscript) and \
+                isinstance(assign.value.value, cst.Name) and \
+                assign.value.value.value in self.at_parts:
+            x = self.at_parts[assign.value.value.value][0]
+            self.at_parts[target.value] = (x, index_text(assign.value), assign.value)
 
     @staticmethod
     def propagates(op: cl.Op) -> bool:
+        global _COMPUTING
+        if not _COMPUTING:
+            _COMPUTING = _computing()
         """Whether the value depends on the batch (not: shapes, dtypes, static calls)."""
         if op.kind == "const":
             return False
         if op.kind == "attribute":
             return op.attr not in cl.STATIC_ATTRIBUTES
-        if op.kind == "call":
-            return cl.callee_kind(op.callee) != "static"
+        if op.kind == "call":  # (non-differentiable primitives compute batched values too)
+            return cl.callee_kind(op.callee) != "static" or isinstance(op.callee, Primitive) \
+                or op.callee in _COMPUTING
         return True
 
     def closure(self, stmt: cst.FunctionDef) -> list[str]:
@@ -273,13 +303,29 @@ class Vectorize:
         if isinstance(target, (cst.Tuple, cst.List)):
             items = [self.pattern(e.value) for e in target.elements]  # type: ignore
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and \
+                len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            self.counter += 1  # xs[k] = v of a Python list: its companion's element too
+            temp, xs = f"_d{self.counter}", target.value.value
+            self.pending.append(self.line(
+                f"{self.b(xs)} = bt.set_element({xs}, {self.dim(target.value)}, "
+                f"{_code(target.slice[0].slice.value)}, {temp})"))
+            return temp
         raise TranspileError("cannot batch an assignment to this target")
 
     def viewed(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
         """`stmt` with each batched operand read as one member's view (static facts)."""
+        bound: set[str] = set()  # a comprehension's own variables
+
+        class Bound(cst.CSTVisitor):
+            def visit_CompFor(inner, node: cst.CompFor) -> None:
+                bound.update(assigned_names(node.target))
+
+        stmt.visit(Bound())
+
         class Views(cst.CSTTransformer):
             def leave_Name(inner, original: cst.Name, updated: cst.Name) -> Any:
-                if original.value in self.batched:
+                if original.value in self.batched and original.value not in bound:
                     return cst.parse_expression(f"bt.view({original.value}, "
                                                 f"{self.b(original.value)})")
                 return updated
@@ -290,6 +336,10 @@ class Vectorize:
             def leave_Arg(inner, original: cst.Arg, updated: cst.Arg) -> Any:
                 return updated.with_changes(keyword=original.keyword)
 
+        assign = _assign(stmt)
+        if assign is not None:  # the value only: targets stay names
+            new = assign.with_changes(value=assign.value.visit(Views()))
+            return stmt.with_changes(body=[new])  # type: ignore[attr-defined]
         return stmt.visit(Views())  # type: ignore[return-value]
 
     def batched_assign(self, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cst.BaseStatement]:
@@ -298,12 +348,18 @@ class Vectorize:
         if isinstance(target, (cst.Tuple, cst.List)):  # a, b = t
             if not isinstance(value, cst.Name):
                 raise self.error(stmt, "cannot batch this unpacking", "assign to a name first")
-            return [self.line(f"({_code(target)}), {self.pattern(target)} = "
-                              f"bt.unpack({value.value}, {self.b(value.value)}, "
-                              f"{len(target.elements)})")]
+            self.pending = []
+            line = self.line(f"({_code(target)}), {self.pattern(target)} = "
+                             f"bt.unpack({value.value}, {self.b(value.value)}, "
+                             f"{_shape(target)})")
+            return [line, *self.pending]
+        if isinstance(target, cst.Subscript):
+            self.pending = []
+            temp = self.pattern(target)
+            return [stmt, self.line(f"{temp} = {self.dim(value)}"), *self.pending]
         if not isinstance(target, cst.Name):
-            raise self.error(stmt, "cannot batch an assignment to an attribute or an element",
-                             "use x.at[index].set(value)")
+            raise self.error(stmt, "cannot batch an assignment to an attribute",
+                             "assign to a variable")
         t = target.value
         op = self.op_of(assign)
         if not self.propagates(op):  # shapes, dtypes, static calls: one member's facts
@@ -318,16 +374,14 @@ class Vectorize:
                                   for e in value.elements)
                 return [stmt, self.line(f"{self.b(t)} = {{{items}}}")]
             elements = value.elements  # type: ignore[attr-defined]
-            if any(isinstance(e, cst.StarredElement) for e in elements):
-                raise self.error(stmt, "cannot batch a starred element in a tuple or list",
-                                 "write the elements out")
-            items = ", ".join(self.dim(e.value) for e in elements)
+            items = ", ".join(f"*bt.star_dims({_text(e.value)}, {self.dim(e.value)})"
+                              if isinstance(e, cst.StarredElement) else self.dim(e.value)
+                              for e in elements)
             close = "," if len(elements) == 1 and isinstance(value, cst.Tuple) else ""
             brackets = "[]" if isinstance(value, cst.List) else "()"
             return [stmt, self.line(f"{self.b(t)} = {brackets[0]}{items}{close}{brackets[1]}")]
         if op.kind == "attribute":
             if op.attr == "at":
-                self.at_parts[t] = (op.operands[0], None, None)
                 return [stmt, self.line(f"{self.b(t)} = {self.b(op.operands[0])}")]
             fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
             if fn_name is None:
@@ -336,6 +390,10 @@ class Vectorize:
             return [self.call_line(t, f"jnp.{fn_name}", [cst.Arg(value.value)])]  # type: ignore
         if op.kind in ("binop", "unary"):
             operator = type(value.operator)  # type: ignore[attr-defined]
+            if operator is cst.Not:  # `not xs` of a container is a fact about it
+                x = value.expression  # type: ignore[attr-defined]
+                return [self.line(f"{t}, {self.b(t)} = bt.logical_not({_text(x)}, "
+                                  f"{self.dim(x)})")]
             name = op.callee or _BITWISE.get(operator) or (
                 "invert" if operator is cst.BitInvert else None)
             if name is None:
@@ -346,12 +404,70 @@ class Vectorize:
             return [self.compare(stmt, t, value)]
         if op.kind == "call":
             return self.call(stmt, t, op, value)  # type: ignore[arg-type]
-        if isinstance(value, cst.ListComp) and ForwardAD.static_comprehension(
-                self, value):  # type: ignore[arg-type]
+        if self.static_comprehension(value):
             return [self.viewed(stmt), *self.unbatched(t)]
-        raise self.error(stmt, "cannot batch this statement",
-                         "rewrite it with transpiler.numpy functions (a list comprehension "
-                         "over a batched value: jnp.stack, or lax.map)")
+        if isinstance(value, cst.ListComp):
+            try:
+                return self.comprehension(stmt, t, value)
+            except TranspileError as err:
+                return self.guarded(stmt, t, err)
+        return self.guarded(stmt, t, self.error(
+            stmt, "cannot batch this statement", "rewrite it with transpiler.numpy functions "
+            "(a comprehension over a batched value: jnp.stack, or lax.map)"))
+
+    def guarded(self, stmt: cst.BaseStatement, t: str,
+                err: TranspileError) -> list[cst.BaseStatement]:
+        """A statement the transform cannot batch: it runs as written when, at run time,
+        none of its operands turns out batched (the analysis is flow-insensitive), else
+        the error is raised there."""
+        reads = sorted({n for n in cl.names_in(_assign(stmt).value) if n in self.batched})  # type: ignore
+        dims = ", ".join(self.b(n) for n in reads)
+        loc = err.loc
+        from transpiler.codegen.disk_cache import portable_path
+        where = f"{portable_path(loc.file)!r}, {loc.line}, {loc.col}" if loc is not None \
+            else "None, 0, 0"
+        return [self.line(f"bt.unbatched_or_fail(({dims},), {err.message!r}, {err.hint!r}, "
+                          f"{where})"), stmt, *self.unbatched(t)]
+
+    def static_comprehension(self, value: cst.BaseExpression) -> bool:
+        """``{p.shape for p in parts}``, ``[abstractify(x) for x in xs]``: static facts."""
+        if not isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return False
+        elt = value.elt
+        if isinstance(elt, cst.Attribute):
+            return elt.attr.value in cl.STATIC_ATTRIBUTES
+        if isinstance(elt, cst.Call):
+            op = cl.classify(elt, self.namespace, self.local_names)
+            return op.kind == "call" and not self.propagates(op)
+        return _identity_test(elt)
+
+    def comprehension(self, stmt: cst.BaseStatement, t: str,
+                      comp: cst.ListComp) -> list[cst.BaseStatement]:
+        """``t = [elt for a in xs]`` as the loop it stands for, each element batched."""
+        loop = comp.for_in
+        if loop.ifs or loop.inner_for_in is not None or not isinstance(loop.target, cst.Name):
+            raise self.error(stmt, "cannot batch this list comprehension",
+                             "write it as a loop, or use jnp.stack / lax.map")
+        var = loop.target.value
+        self.counter += 1
+        e = f"_e{self.counter}"
+        self.batched.update((var, e))
+        self.local_names.update((var, e))
+        inner = self.statement(cst.parse_statement(f"{e} = {_code(comp.elt)}\n"))
+        if isinstance(loop.iter, cst.Name):
+            head = f"for {var}, {self.b(var)} in bt.iterate({_text(loop.iter)}, " \
+                   f"{self.dim(loop.iter)}):"
+            first: list[str] = []
+        elif not any(n in self.batched for n in cl.names_in(loop.iter)):
+            head, first = f"for {var} in {_code(loop.iter)}:", [f"{self.b(var)} = None"]
+        else:
+            raise self.error(stmt, "cannot batch this list comprehension",
+                             "iterate over a name, or write it as a loop")
+        body = "\n".join(f"    {line}" for line in [
+            *first, *(cst.Module([]).code_for_node(s).strip() for s in inner),
+            f"{t}.append({e})", f"{self.b(t)}.append({self.b(e)})"])
+        return [self.line(f"{t} = []"), self.line(f"{self.b(t)} = []"),
+                cst.parse_statement(f"{head}\n{body}\n")]
 
     def unbatched(self, t: str) -> list[cst.BaseStatement]:
         return [self.line(f"{self.b(t)} = None")] if t in self.batched else []
@@ -359,8 +475,6 @@ class Vectorize:
     def index(self, stmt: cst.BaseStatement, t: str, value: cst.Subscript) -> list[cst.BaseStatement]:
         base = value.value
         if isinstance(base, cst.Name) and base.value in self.at_parts:  # x.at[i]
-            x = self.at_parts[base.value][0]
-            self.at_parts[t] = (x, index_text(value), value)
             return [stmt, self.line(f"{self.b(t)} = {self.dim(base)}")]
         key, key_dims = self.key(value)
         return [self.line(f"{t}, {self.b(t)} = bt.getitem({_text(base)}, {self.dim(base)}, "
@@ -386,7 +500,8 @@ class Vectorize:
             if name is not None:
                 return self.call_line(t, f"jnp.{name}", [cst.Arg(value.left), cst.Arg(c.comparator)])
             if isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-                return self.line(f"{t} = {_code(value)}")  # not batched
+                return self.line(f"{t} = {_code(value)}" + "".join(  # not batched
+                    f"; {self.b(t)} = None" for _ in self.unbatched(t)))
         raise self.error(stmt, f"cannot batch `{_code(value)}`: `and`, `or`, `not` and chained "
                          "comparisons ask for one truth value for the whole batch",
                          "use jnp.logical_and / jnp.logical_or / jnp.logical_not")
@@ -398,7 +513,7 @@ class Vectorize:
         if kind == "method":
             receiver = cst.Arg(cst.Name(op.method_self))  # type: ignore[arg-type]
             method = op.callee[1]
-            if method in AT_METHODS:
+            if method in AT_METHODS and op.method_self in self.at_parts:
                 return [self.at_update(stmt, t, op, args)]
             if method in cl.METHOD_OWN:
                 return [self.call_line(t, f"bt.ArrayMethods.{method}", [receiver, *args])]
@@ -455,6 +570,25 @@ class Vectorize:
                            for a in args if a.keyword is not None)
         return self.line(f"{t}, {self.b(t)} = bt.at_update({x}, {self.dim(cst.Name(x))}, {key}, "
                          f"{key_dims}, {method!r}, {value}, {value_dim}, {{{kwargs}}})")
+
+
+_COMPUTING: frozenset = frozenset()  # "static" to the AD transforms, batched values here
+
+
+def _element_bases(target: cst.BaseExpression) -> list[str]:
+    """The lists and dicts an assignment target stores into: ``xs[k], (a, ys[j])``."""
+    if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        return [target.value.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _element_bases(e.value)]
+    return []
+
+
+def _shape(target: cst.BaseExpression) -> str:
+    """An unpacking target's nesting: ``a, (b, c)`` -> ``(None, (None, None,),)``."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return "(" + "".join(f"{_shape(e.value)}, " for e in target.elements) + ")"
+    return "None"
 
 
 def _identity_test(value: cst.BaseExpression) -> bool:

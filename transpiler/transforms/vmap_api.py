@@ -95,6 +95,9 @@ class Vmapped:
         return batch_function(target, frozenset(names)).source  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from transpiler.transforms.api import _as_arrays
+        args = tuple(_as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
+        kwargs = {k: _as_arrays(v) for k, v in kwargs.items()}
         dims, kwdims, size = self.prepare(args, kwargs)
         bt.AXES.append(((self.axis_name, size),))
         try:
