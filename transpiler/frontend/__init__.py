@@ -73,8 +73,8 @@ def read_function(fn: Callable[..., Any]) -> tuple[FunctionSource, dict[str, Any
     return source, namespace
 
 
-def parse_function(fn: Callable[..., Any],
-                   closure_params: tuple[str, ...] = ()) -> ParsedFunction:
+def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
+                   lower_comprehensions: bool = False) -> ParsedFunction:
     """The whole frontend: `fn` -> fenced, canonicalized ANF code with its source map.
 
     The variables in `closure_params` (of those `fn` closes over, ``co_freevars``) become
@@ -101,7 +101,8 @@ def parse_function(fn: Callable[..., Any],
         func = _with_leading_params(func, closure_params)
         if source.func in source.locations:
             source.locations[func] = source.locations[source.func]
-    func, locations = _rewrite(func, source.filename, source.locations, is_library(fn))
+    func, locations = _rewrite(func, source.filename, source.locations, is_library(fn),
+                               lower_comprehensions)
     # Rewriting introduces reads of a few builtins (``range``, ``len``, ``min``, ``list``).
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))
@@ -125,14 +126,23 @@ def _with_leading_params(func: cst.FunctionDef, names: tuple[str, ...]) -> cst.F
 
 
 def _rewrite(func: cst.FunctionDef, filename: str, locations: Locations,
-             library: bool = False) -> tuple[cst.FunctionDef, Locations]:
+             library: bool = False, lower_comprehensions: bool = False
+             ) -> tuple[cst.FunctionDef, Locations]:
     """Stages ``canonicalize`` and ``anf``, run as one pipeline (one scan of the function,
-    one pruning of its source map)."""
+    one pruning of its source map); vmap's frontend lowers comprehensions to loops first
+    (frontend/comprehensions.py)."""
     canonicalize = _stage_module("canonicalize")
     anf = _stage_module("anf")
     stages = [*canonicalize.CANONICALIZE_PASSES,
               *(anf.ANF_PASSES_OPAQUE if library else anf.ANF_PASSES)]
-    return run_stages(func, filename, locations, stages)
+    func, locations = run_stages(func, filename, locations, stages)
+    if lower_comprehensions:  # on ANF code (each comprehension is a statement's value, in
+        # the branch that computes it), then once more through the pipeline for the loops
+        from transpiler.frontend.comprehensions import LOWER_COMPREHENSIONS
+        lowered, locations = run_stages(func, filename, locations, [LOWER_COMPREHENSIONS])
+        if lowered is not func:
+            func, locations = run_stages(lowered, filename, locations, stages)
+    return func, locations
 
 
 def _stage_module(name: str) -> Any:

@@ -13,6 +13,31 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 _PARSED: dict[Callable, Any] = {}
 
 
+def primitive_function(fun: Any) -> Any:
+    """A primitive (``jnp.sin``) as the Python function ``def sin(x): return _p(x)``, which
+    the transforms can read (``grad(jnp.sin)``, ``vmap(jnp.sin)``); anything else as it is."""
+    from transpiler.primitives.core import Primitive
+    template = getattr(fun, "jvp", None) if isinstance(fun, Primitive) else None
+    if template is None or template.variadic:
+        return fun
+    hit = _PRIMITIVE_FUNCTIONS.get(fun.name)
+    if hit is not None:
+        return hit
+    import libcst as cst
+
+    from transpiler.codegen import emit
+    names = ", ".join(template.operands)
+    func = cst.parse_module(f"def {fun.name}({names}):\n"
+                            f"    return _p({names})\n").body[0]
+    hit = _PRIMITIVE_FUNCTIONS[fun.name] = emit(
+        func, {"_p": fun}, {}, transform="primitive", name=fun.name,  # type: ignore[arg-type]
+        file="<primitive>", line=0)
+    return hit
+
+
+_PRIMITIVE_FUNCTIONS: dict[str, Callable] = {}
+
+
 def _target(fn: Any) -> Any:
     """The Python function to transform behind our own wrappers: a jit's function, or a
     grad's generated derivative (so grad(grad(f)) differentiates the derivative code)."""
@@ -21,7 +46,7 @@ def _target(fn: Any) -> Any:
             return fn.differentiable()
         inner = getattr(fn, "_fun", None)
         if inner is None:
-            return fn
+            return primitive_function(fn)
         fn = inner
 
 

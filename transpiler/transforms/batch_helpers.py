@@ -43,7 +43,7 @@ def plain(tree: Any) -> Any:
     if isinstance(tree, (tuple, list)):
         return type(tree)(plain(v) for v in tree) if not hasattr(tree, "_fields") else \
             tuple(plain(v) for v in tree)
-    return tree
+    return None  # anything else a structural function returns (a treedef): unbatched
 
 
 def structural(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
@@ -103,6 +103,10 @@ def rules() -> dict[int, Any]:
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.with_element)] = _with_element
+    import builtins
+    table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
+                  id(builtins.reversed): _reversed, id(builtins.dict): _dict,
+                  id(builtins.iter): _iter})
     table[id(rh.vjp_call)] = _vjp_call
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
@@ -249,3 +253,46 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     raise TranspileError(f"vmap of the derivative of a call of {f!r} (known only at run time) "
                          "is not supported", user_location(),
                          "call a transpiler.numpy function or a plain Python function there")
+
+
+def _elements(x: Any, dims: Any) -> tuple[list, list]:
+    """The elements of a sequence and their companions."""
+    values, element_dims = bt.unpack(x, dims, len(bt.view(x, dims)))
+    return list(values), list(element_dims)
+
+
+def _zip(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    parts = [_elements(a, d) for a, d in zip(args, dims)]
+    return list(zip(*(p[0] for p in parts))), list(zip(*(p[1] for p in parts)))
+
+
+def _enumerate(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    values, element_dims = _elements(args[0], dims[0])
+    start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+    return list(enumerate(values, start)), [(None, d) for d in element_dims]
+
+
+def _reversed(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    values, element_dims = _elements(args[0], dims[0])
+    return values[::-1], element_dims[::-1]
+
+
+def _dict(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``dict(pairs, **kw)``: the companions keyed alike."""
+    out = dict(*args, **kwargs)
+    companions: dict = {}
+    if args:
+        source, d = args[0], dims[0]
+        if isinstance(source, dict):
+            companions.update(d if isinstance(d, dict) else dict.fromkeys(source, d))
+        else:
+            pairs, pair_dims = _elements(source, d)
+            for (key, _), pd in zip(pairs, pair_dims):
+                companions[key] = pd[1] if isinstance(pd, (tuple, list)) else pd
+    companions.update({k: kwdims.get(k) for k in kwargs})
+    return out, companions
+
+
+def _iter(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``iter(xs)`` (a lowered generator): the elements, as a list."""
+    return _elements(args[0], dims[0])

@@ -18,6 +18,9 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
         return bt.primitive_call(fn, args, dims, kwargs, kwdims)
     if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
         return _sequence_op(fn)(args, dims)
+    from transpiler.transforms.vmap_api import Vmapped, nested_call
+    if isinstance(fn, Vmapped):
+        return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)
@@ -32,6 +35,9 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
                         fn_dims)
     if isinstance(fn, types.FunctionType):
         return bt.function_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    method = getattr(type(fn), "__call__", None)
+    if isinstance(method, types.FunctionType) and not isinstance(fn, type):  # jacrev(f) ...
+        return dispatch(method, (fn, *args), (None, *dims), kwargs, kwdims, None)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     raise TranspileError(f"vmap cannot batch a call of `{name}`: it is not a transpiler "
                          "primitive and has no Python source to transform", user_location(),
@@ -53,8 +59,8 @@ def _special(fn: Any) -> Any:
     if fn is jnp.einsum:
         from transpiler.transforms.batch_helpers import einsum
         return einsum
-    if isinstance(fn, vmap_api.Vmapped):
-        return vmap_api.nested_call
+    if fn is vmap_api.vmap:
+        return _vmap_of_closure
     global _HELPERS
     if not _HELPERS:
         from transpiler.transforms.batch_helpers import rules
@@ -144,3 +150,11 @@ def _repeat(args: tuple, dims: tuple) -> tuple:
                              user_location(), "the repeat count must be static")
     out = a * b
     return out, type(out)(_listed(a, da) * b)
+
+
+def _vmap_of_closure(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``vmap(g)`` of a closure over batched values: the Vmapped carries g's companion."""
+    if bt.batched(dims[1:]) or bt.batched(kwdims):
+        raise TranspileError("vmap's in_axes / out_axes must not depend on the batch",
+                             user_location())
+    return fn(*args, **kwargs), dims[0]

@@ -163,7 +163,10 @@ def logical_not(x: Any, dims: Any) -> tuple[Any, Any]:
 
 
 def branch(test: Any, dims: Any, where: str) -> Any:
-    """The test of a Python ``if``/``while``: it must be the same for the whole batch."""
+    """The test of a Python ``if``/``while``: it must be the same for the whole batch (a
+    container's truth is its length: the same)."""
+    if isinstance(test, (list, tuple, dict)):
+        return test
     if batched(dims):
         raise TranspileError(f"a Python `if` or `while` at {where} tests a value that differs "
                              "across the vmapped batch", user_location(),
@@ -266,8 +269,9 @@ def call(fn: Any, args: tuple, dims: tuple, kwargs: Optional[dict] = None,
 
 
 def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
-                  fn_dims: Any) -> tuple[Any, Any]:
-    """A Python function with source: its generated ``vmap_<name>``."""
+                  fn_dims: Any, free_values: Optional[dict] = None) -> tuple[Any, Any]:
+    """A Python function with source: its generated ``vmap_<name>`` (a closure's
+    closed-over values replaced by `free_values` where given)."""
     from transpiler.transforms import closures
     from transpiler.transforms.api import for_jit
     from transpiler.transforms.vmap_api import batch_function
@@ -281,7 +285,7 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     free: list[Any] = []
     if closures.is_closure(fn):
         params, _ = closures.converted(fn)
-        values = dict(closures.closure_items(fn))
+        values = {**dict(closures.closure_items(fn)), **(free_values or {})}
         free = [values[n] for n in params]
         for n in params:
             d = fn_dims.get(n) if isinstance(fn_dims, dict) else None

@@ -75,12 +75,13 @@ def converted(fn: Any) -> tuple[tuple[str, ...], tuple]:
     return tuple(params), (fn.__code__, tuple(constants))
 
 
-def _parsed(fn: Any) -> Any:
+def _parsed(fn: Any, lower_comprehensions: bool = False) -> Any:
     params, key = converted(fn)
-    parsed = _PARSED.get(key)
+    parsed = _PARSED.get((key, lower_comprehensions))
     if parsed is None:
         from transpiler.frontend import parse_function
-        parsed = _PARSED[key] = parse_function(fn, closure_params=params)
+        parsed = _PARSED[(key, lower_comprehensions)] = parse_function(
+            fn, closure_params=params, lower_comprehensions=lower_comprehensions)
     return parsed
 
 
@@ -99,7 +100,7 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
     hit = _GENERATED.get(key)
     if hit is None:
         from transpiler.transforms.api import emit_generated
-        parsed = _parsed(fn)
+        parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
         if mode == "reverse mode":
             from transpiler.transforms.api import vjp_function
             from transpiler.transforms.reverse_ad import ReverseAD

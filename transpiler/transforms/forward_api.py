@@ -310,7 +310,10 @@ def _jacrev(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
         row = []
         for g in out_leaf_basis:
             _, bars = for_jit(generated)(*args, **{cotangent: g})[:2]
-            row.append(tree_util.tree_leaves(tuple(_finalize(bars[i], args[i]) for i in nums)))
+            finals = []
+            for i in nums:
+                finals.append(_finalize(bars[i], args[i]))
+            row.append(tree_util.tree_leaves(tuple(finals)))
         rows.append(row)
     diff_args = tuple(args[i] for i in nums)
     in_tree = diff_args[0] if isinstance(argnums, int) else diff_args

@@ -43,7 +43,8 @@ def _computing() -> frozenset:
     import builtins
 
     from transpiler import lax
-    return frozenset({lax.stop_gradient, builtins.abs})
+    return frozenset({lax.stop_gradient, builtins.abs, builtins.zip, builtins.enumerate,
+                      builtins.reversed, builtins.sorted, builtins.iter})
 
 
 _COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
@@ -449,6 +450,11 @@ class Vectorize:
             raise self.error(stmt, "cannot batch this list comprehension",
                              "write it as a loop, or use jnp.stack / lax.map")
         var = loop.target.value
+        atoms = (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
+        if not (isinstance(comp.elt, atoms) or isinstance(comp.elt, cst.Call) and all(
+                isinstance(a.value, atoms) for a in comp.elt.args)):
+            raise self.error(stmt, "cannot batch this list comprehension",
+                             "write it as a loop, or use jnp.stack / lax.map")
         self.counter += 1
         e = f"_e{self.counter}"
         self.batched.update((var, e))

@@ -97,14 +97,17 @@ def vmap_jvp(v: Any, primals: tuple, tangents: tuple, kwargs: dict,
     else:
         generated = jvp_function(target, active)[1]
     suffix = getattr(generated, "tangent_suffix", "_dot")
-    keys = [f"{n}{suffix}" for n, t in zip(names, dots_all) if t is not None]
     axes = (*free_axes, *_axes_per_arg(v, len(primals)))
-    dot_axes = tuple(a for a, t in zip(axes, dots_all) if t is not None)
-    dots = tuple(t for t in dots_all if t is not None)
+    dot_axes = {k: a for k, a, t in zip(keys_all(names, suffix), axes, dots_all) if t is not None}
+    dots = {k: t for k, t in zip(keys_all(names, suffix), dots_all) if t is not None}
 
     def per_member(member_args: Any, member_dots: Any, member_kwargs: Any) -> Any:
-        return generated(*member_args, **member_kwargs, **dict(zip(keys, member_dots)))
+        return generated(*member_args, **member_kwargs, **member_dots)
 
     batched = Vmapped(per_member, (axes, dot_axes, 0), (v.out_axes, v.out_axes),
                       v.axis_name, v.axis_size)
     return batched(tuple(values), dots, kwargs)
+
+
+def keys_all(names: list, suffix: str) -> list:
+    return [f"{n}{suffix}" for n in names]

@@ -18,6 +18,7 @@ from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
 
 _GENERATED: dict[tuple, Callable] = {}
+_PARSED: dict[Callable, Any] = {}  # vmap's frontend: comprehensions lowered to loops
 
 
 def batch_function(fn: Callable, batched: frozenset) -> Callable:
@@ -25,10 +26,12 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
     key = (fn, batched)
     hit = _GENERATED.get(key)
     if hit is None:
-        from transpiler.frontend import is_library
-        from transpiler.transforms.api import emit_generated, parsed_function
+        from transpiler.frontend import is_library, parse_function
+        from transpiler.transforms.api import emit_generated
         from transpiler.transforms.vectorize import Vectorize
-        parsed = parsed_function(fn)
+        parsed = _PARSED.get(fn)
+        if parsed is None:
+            parsed = _PARSED[fn] = parse_function(fn, lower_comprehensions=True)
         generated = Vectorize(parsed, batched, library=is_library(fn)).run()
         hit = emit_generated(fn, parsed, generated, "vmap")
         hit.batch_suffix = generated.out_bar  # type: ignore[attr-defined]
@@ -41,7 +44,9 @@ class Vmapped:
 
     def __init__(self, fun: Callable, in_axes: Any, out_axes: Any, axis_name: Any,
                  axis_size: Optional[int]) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # (not fun's __dict__: a primitive's)
+        from transpiler.transforms.api import primitive_function
+        fun = primitive_function(fun)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_name, self.axis_size = axis_name, axis_size
         self.fname = getattr(fun, "__name__", "function")
@@ -68,9 +73,7 @@ class Vmapped:
 
             from transpiler.codegen import emit
             from transpiler.transforms.api import _target
-            params = _arg_names(self.fun, len([
-                p for p in inspect.signature(_target(self.fun)).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]))
+            params = [p for p in _arg_names(self.fun, 64) if not p.isdigit()]
             name = f"vmap_{self.fname}".replace("<lambda>", "lambda")
             source = f"def {name}({', '.join(params)}):\n" \
                      f"    return _vmapped({', '.join(params)})\n"
@@ -164,12 +167,18 @@ def _axis_leaves(axes: Any) -> list:
 
 
 def _arg_names(fun: Callable, count: int) -> list[str]:
-    try:
-        from transpiler.transforms.api import _target
-        params = [p.name for p in inspect.signature(_target(fun)).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+    from transpiler.primitives.core import Primitive
+    from transpiler.transforms.api import _target
+    target = _target(fun)
+    template = getattr(target, "jvp", None) if isinstance(target, Primitive) else None
+    if template is not None and not template.variadic:  # jnp.sin: the operands' names
+        params = list(template.operands)
+    else:
+        try:
+            params = [p.name for p in inspect.signature(target).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
     return [params[i] if i < len(params) else str(i) for i in range(count)]
 
 
@@ -267,7 +276,8 @@ def _move(x: Any, src: int, dst: int) -> Any:
     return sp.transpose(x, permutation=tuple(order))
 
 
-def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
+                fn_dims: Any = None) -> tuple:
     """An inner ``vmap`` called on values batched by an outer one: one batch of both sizes
     (outer-major), run by the inner function's batched code, split again on the way out."""
     from transpiler.primitives import shape as sp
@@ -298,11 +308,19 @@ def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: 
 
     merged = [merge(x, d, i) for x, d, i in zip(args, dims, inner_dims)]
     kw_merged = {k: merge(v, kwdims.get(k), inner_kw.get(k)) for k, v in kwargs.items()}
+    call_args = (tuple(m[0] for m in merged), tuple(m[1] for m in merged),
+                 {k: m[0] for k, m in kw_merged.items()}, {k: m[1] for k, m in kw_merged.items()})
     bt.AXES.append((*frame, (inner.axis_name, size)))
     try:
-        out, out_dims = bt.call(inner.fun, tuple(m[0] for m in merged),
-                                tuple(m[1] for m in merged), {k: m[0] for k, m in kw_merged.items()},
-                                {k: m[1] for k, m in kw_merged.items()})
+        if bt.batched(fn_dims):  # a closure over values of the outer batch: merged too
+            from transpiler.transforms import closures
+            free = dict(closures.closure_items(inner.fun))
+            both = {n: merge(free[n], d, None) for n, d in fn_dims.items() if n in free}
+            out, out_dims = bt.function_call(inner.fun, *call_args,
+                                             {n: m[1] for n, m in both.items()},
+                                             {n: m[0] for n, m in both.items()})
+        else:
+            out, out_dims = bt.call(inner.fun, *call_args)
     finally:
         bt.AXES.pop()
     return _split(out, out_dims, inner.out_axes, outer, size, inner.fname)
