@@ -35,3 +35,21 @@ def test_generated_code_matches_snapshot(name):
         path.write_text(got)
     assert path.exists(), f"no snapshot {path}; run with TRANSPILER_UPDATE_GOLDEN=1"
     assert got == path.read_text(), f"generated code for {name} changed; review and update"
+
+
+VMAP_SNAPSHOTS = {
+    "mlp_loss": (corpus.mlp_loss, (None, 0, 0)),
+    "at_update": (corpus.at_update, 0),
+    "rnn": (corpus.rnn, (None, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_SNAPSHOTS))
+def test_batched_code_matches_snapshot(name):
+    fn, in_axes = VMAP_SNAPSHOTS[name]
+    got = _body(tp.vmap(fn, in_axes=in_axes).source)
+    path = GOLDEN / f"vmap_{name}.py.txt"
+    if os.environ.get("TRANSPILER_UPDATE_GOLDEN"):
+        path.write_text(got)
+    assert path.exists(), f"no snapshot {path}; run with TRANSPILER_UPDATE_GOLDEN=1"
+    assert got == path.read_text(), f"batched code for {name} changed; review and update"

@@ -112,3 +112,5 @@ cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)
 # Control flow builds on the above.
 from transpiler.lax_control import cond, probe, switch, while_loop  # noqa: E402,F401
 from transpiler.lax_scan import fori_loop, map, scan  # noqa: E402,F401
+from transpiler.lax_parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401
+                                     ppermute, psum, psum_scatter)

@@ -108,6 +108,7 @@ def rules() -> dict[int, Any]:
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
                   id(builtins.iter): _iter})
     table[id(rh.vjp_call)] = _vjp_call
+    table[id(rh.custom_vjp_bwd)] = _custom_vjp_bwd
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
     return table
@@ -230,6 +231,9 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     f_dims, a_dims, k_dims, g_dims = dims
     a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
     k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
+    from transpiler.transforms import control_batch_ad
+    if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
+        return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     if g is None or bt.batched(f_dims):
         if g is None:
             return (None,) * len(call_args), None
@@ -296,3 +300,39 @@ def _dict(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tupl
 def _iter(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``iter(xs)`` (a lowered generator): the elements, as a list."""
     return _elements(args[0], dims[0])
+
+
+def _custom_vjp_bwd(helper: Any, args: tuple, dims: tuple, kwargs: dict,
+                    kwdims: dict) -> tuple:
+    """``ad.custom_vjp_bwd(f, args, kwargs, g)`` on batched values: f's fwd and bwd rules
+    run batched (from their source, so a collective in bwd sees the whole batch); the
+    arguments are bound to positions here, not by batching the helper's `inspect` calls."""
+    import inspect
+
+    from transpiler.transforms import runtime_helpers as rh
+    f, f_args, f_kwargs, g = args
+    _, a_dims, k_dims, g_dims = dims
+    if f.fwd is None or f.bwd is None:
+        return helper(*args, **kwargs), None  # its "no VJP defined" error
+    if not isinstance(a_dims, (tuple, list)):
+        a_dims = (a_dims,) * len(f_args)
+    signature = inspect.signature(f.fun)
+    bound = signature.bind(*f_args, **f_kwargs)
+    bound.apply_defaults()
+    bound_dims = signature.bind(*a_dims, **{k: _sub(k_dims, k) for k in f_kwargs})
+    positional = f.positional(f_args, f_kwargs)  # (its keyword-only error)
+    pos_dims = tuple(bound_dims.arguments.get(name) for name in bound.arguments)
+    result, result_dims = bt.call(f.fwd, positional, pos_dims)
+    (out, residuals), (out_dims, res_dims) = bt.unpack(result, result_dims, 2)
+    if g is None:
+        return (None,) * len(positional), None
+    g, g_dims = _finalize(rh.finalize, (g, out), (g_dims, out_dims), {}, {})
+    nondiff = f.nondiff_argnums
+    cts, ct_dims = bt.call(f.bwd, (*(positional[i] for i in nondiff), residuals, g),
+                           (*(pos_dims[i] for i in nondiff), res_dims, g_dims))
+    diff = [i for i in range(len(positional)) if i not in nondiff]
+    cts, ct_dims = bt.unpack(cts, ct_dims, len(diff))
+    full, full_d = [None] * len(positional), [None] * len(positional)
+    for i, ct, d in zip(diff, cts, ct_dims):
+        full[i], full_d[i] = ct, d
+    return tuple(full), tuple(full_d)

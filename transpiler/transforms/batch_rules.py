@@ -70,7 +70,9 @@ def _special(fn: Any) -> Any:
         return rule
     module = getattr(fn, "__module__", None)
     if module in control_batch.MODULES:
-        return control_batch.RULES.get(getattr(fn, "__name__", ""))
+        from transpiler.transforms import control_batch_ad
+        name = getattr(fn, "__name__", "")
+        return control_batch.RULES.get(name) or control_batch_ad.RULES.get(name)
     if module == "transpiler.lax_parallel":
         from transpiler.transforms import collective_batch
         return collective_batch.RULES.get(getattr(fn, "__name__", ""))

@@ -277,7 +277,7 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     from transpiler.transforms.vmap_api import batch_function
     signature = inspect.signature(fn)
     try:
-        bound = signature.bind(*args, **kwargs)
+        signature.bind(*args, **kwargs)  # (the arguments must fit)
         bound_dims = signature.bind(*dims, **{k: kwdims.get(k) for k in kwargs})
     except TypeError as err:
         raise TypeError(f"{getattr(fn, '__name__', fn)}(): {err}") from None

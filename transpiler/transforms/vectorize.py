@@ -47,6 +47,13 @@ def _computing() -> frozenset:
                       builtins.reversed, builtins.sorted, builtins.iter})
 
 
+def _always(op: cl.Op) -> bool:
+    """A call whose value depends on the batch even with no batched operand: the named-axis
+    collectives (``lax.axis_index('i')``, ``lax.psum(1, 'i')``) mark themselves
+    ``batch_always``, so they run through ``bt.call`` and their rules."""
+    return op.kind == "call" and getattr(op.callee, "batch_always", False) is True
+
+
 _COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
             cst.GreaterThanEqual: "greater_equal", cst.Equal: "equal", cst.NotEqual: "not_equal"}
 _BITWISE = {cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
@@ -125,6 +132,18 @@ class Vectorize:
         assert out is not None
         result = cst.parse_statement(f"return {_text(out)}, {self.dim(out)}")
         self.origin[result] = self.parsed.locations.get(ret)
+        if not self.library:  # what the reader needs first: which arguments are batched
+            shared = [p for p in self.params if p not in self.batched_params]
+            text = "# batched: " + ", ".join(
+                f"{p} (axis {self.b(p)})" for p in self.params if p in self.batched_params)
+            text += f"; the same for every member: {', '.join(shared)}" if shared else ""
+            statements = statements or [result]
+            first = statements[0]
+            statements[0] = first.with_changes(leading_lines=[
+                cst.EmptyLine(comment=cst.Comment(text)), *getattr(first, "leading_lines", ())])
+            self.origin[statements[0]] = self.origin.get(first)
+            if first is result:
+                result = statements.pop()
         params = self.func.params
         companions = [cst.Param(cst.Name(self.b(p)), default=cst.Name("None"), equal=TIGHT_EQUAL)
                       for p in self.params if p in self.batched_params]
@@ -161,7 +180,8 @@ class Vectorize:
             self.at_chain(assign, op)
             if op.kind == "compare" and _identity_test(assign.value):
                 continue
-            if any(n in self.batched for n in cl.names_in(assign.value)) and self.propagates(op):
+            if (any(n in self.batched for n in cl.names_in(assign.value)) or _always(op)) \
+                    and self.propagates(op):
                 for t in assign.targets:
                     self.batched.update(assigned_names(t.target))
                     self.batched.update(_element_bases(t.target))  # xs[k] = v
@@ -221,7 +241,7 @@ class Vectorize:
 
     def comment(self, emitted: list[cst.BaseStatement], stmt: cst.BaseStatement) -> None:
         loc = self.parsed.locations.get(stmt)
-        if loc is None or self.library or not emitted or emitted[0] is stmt:
+        if loc is None or self.library or not emitted or emitted == [stmt]:
             return
         text = f"# vmap of: {_source_line(loc)}"
         if text == self.last_comment:
@@ -278,7 +298,7 @@ class Vectorize:
             return [stmt]
         targets = [n for t in assign.targets for n in assigned_names(t.target)]
         reads = [n for n in cl.names_in(assign.value) if n in self.batched]
-        if not reads:
+        if not reads and not _always(self.op_of(assign)):
             if isinstance(assign.value, cst.List) and targets[0] in self.batched:
                 return [stmt, self.line(f"{self.b(targets[0])} = [None] * len({targets[0]})")]
             extra = [self.line(f"{self.b(n)} = None") for n in targets if n in self.batched]
