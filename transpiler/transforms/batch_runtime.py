@@ -294,7 +294,7 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
         generated = closures._generated(fn, frozenset(companions), "vmap")
     else:
         generated = batch_function(fn, frozenset(companions))
-    suffix = generated.batch_suffix
+    suffix = generated.batch_suffix  # type: ignore[attr-defined]
     return for_jit(generated)(*free, *args, **kwargs,
                               **{f"{n}{suffix}": d for n, d in companions.items()})
 

@@ -12,8 +12,9 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
-from transpiler.transforms.control_batch import (Bound, Step, _traced, active, bind,
-    branching, conformed, flatten, fori, part, placed, scan, select, unflatten, user, while_)
+from transpiler.transforms.control_batch import (active, branching, fori, scan, while_)
+from transpiler.transforms.control_leaves import (Bound, Step, _traced, bind, conformed,
+    flatten, part, placed, select, unflatten, user)
 
 
 # --- derivatives (control_ad.py's rules) under vmap ---------------------------------------------
