@@ -163,10 +163,15 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
 # - float64 sin/cos/tanh/atan2 lower to libm calls that the embedded linker cannot resolve
 #   ("undefined symbol: tanh"): a system shared library links them from the C library.
 # - O3's global optimizations break dominance in some large programs (unrolled Hessians:
-#   "operand #2 does not dominate this use"); those compile at O1.
+#   "operand #2 does not dominate this use"); those compile at O1;
+# - O3 also fuses some batched softmax gradients (a broadcast product feeding a reduction,
+#   per-example gradients of a cross-entropy) into a dispatch that fails verification
+#   ("'vector.store' op write affecting operations on global resources are restricted to
+#   workgroup distributed contexts"); O1 compiles it.
 CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
                  ("undefined symbol", "--iree-llvmcpu-link-embedded=false"),
-                 ("does not dominate this use", "--iree-opt-level=O1"))
+                 ("does not dominate this use", "--iree-opt-level=O1"),
+                 ("restricted to workgroup distributed contexts", "--iree-opt-level=O1"))
 
 
 def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> bytes:
