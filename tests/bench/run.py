@@ -178,6 +178,8 @@ def main() -> None:
     ad.main()
     import control_flow  # tests/bench/control_flow.py: fori_loop under jit, and its gradient
     control_flow.main()
+    import vmap  # tests/bench/vmap.py: per-example gradients, jit(vmap(grad(loss)))
+    vmap.main()
 
 
 if __name__ == "__main__":
