@@ -1,0 +1,164 @@
+"""The ``transpiler`` command. ``run`` lives here, on the runtime alone (a deployed model
+needs no compiler: this module imports neither ``transpiler`` nor ``iree.compiler``);
+``show``, ``build`` and ``cache`` are handed to `transpiler.cli`, which compiles."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+MANIFEST = "manifest.json"
+FORMAT = "transpiler-build/1"
+# The artifact a device kind runs.
+DEVICE_TARGETS = {"local-sync": "llvm-cpu", "local-task": "llvm-cpu", "vulkan": "vulkan-spirv",
+                  "cuda": "cuda", "hip": "rocm"}
+
+
+class CliError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    if argv[0] != "run":  # show / build / cache: the compiler's side
+        from transpiler.cli import main as compiler_main
+        return compiler_main(argv)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except CliError as err:
+        print(f"transpiler run: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="transpiler", description="JAX's transformations as a source-to-source compiler: "
+        "show generated code, build artifacts ahead of time, run them with the runtime alone.")
+    sub = parser.add_subparsers(dest="command", metavar="{show,build,run,cache}")
+    sub.add_parser("show", help="print a function's generated Python or MLIR "
+                   "(transpiler show --help)", add_help=False)
+    sub.add_parser("build", help="build a file's functions ahead of time "
+                   "(transpiler build --help)", add_help=False)
+    sub.add_parser("cache", help="inspect or clear the caches (transpiler cache --help)",
+                   add_help=False)
+    run_p = sub.add_parser("run", help="run a built function with the runtime alone")
+    run_p.add_argument("build_dir", help="a folder written by `transpiler build`")
+    run_p.add_argument("name", help="the function to run")
+    run_p.add_argument("--input", nargs="*", default=[], metavar="FILE.npy",
+                       help="one .npy file per argument, in order")
+    run_p.add_argument("--device", default="local-task",
+                       help=f"device kind: {', '.join(DEVICE_TARGETS)} (default local-task)")
+    run_p.add_argument("--output", metavar="DIR", default=".",
+                       help="where to write <name>.out.npy (default: here)")
+    run_p.add_argument("--print", action="store_true", help="print the outputs instead")
+    return parser
+
+
+def read_manifest(build_dir: Path) -> dict:
+    path = build_dir / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file; is {build_dir} a `transpiler build` folder?")
+    except (OSError, ValueError) as err:
+        raise CliError(f"{path}: not a readable manifest ({err})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CliError(f"{path}: not a transpiler build manifest (format "
+                       f"{manifest.get('format') if isinstance(manifest, dict) else None!r}, "
+                       f"expected {FORMAT!r})")
+    return manifest
+
+
+def run(args: Any) -> int:
+    import numpy as np
+    build_dir = Path(args.build_dir)
+    manifest = read_manifest(build_dir)
+    functions = manifest.get("functions", {})
+    entry = functions.get(args.name)
+    if entry is None:
+        raise CliError(f"no function {args.name!r} in {build_dir / MANIFEST}; built: "
+                       f"{', '.join(sorted(functions)) or 'none'}")
+    target = DEVICE_TARGETS.get(args.device)
+    if target is None:
+        raise CliError(f"unknown device {args.device!r}; choose from {', '.join(DEVICE_TARGETS)}")
+    artifact = entry.get("artifacts", {}).get(target)
+    if artifact is None:
+        raise CliError(f"{args.name} was not built for {target} (device {args.device}); built "
+                       f"for: {', '.join(sorted(entry.get('artifacts', {}))) or 'nothing'}")
+    vmfb_path = build_dir / artifact["path"]
+    try:
+        data = vmfb_path.read_bytes()
+    except OSError as err:
+        raise CliError(f"{vmfb_path}: {err.strerror}") from None
+    if hashlib.sha256(data).hexdigest() != artifact.get("sha256"):
+        raise CliError(f"{vmfb_path}: its hash does not match the manifest (a corrupt or "
+                       "foreign file); rebuild it")
+    specs = entry["inputs"]
+    if len(args.input) != len(specs):
+        raise CliError(f"{args.name} takes {len(specs)} inputs ({_signature(specs)}), got "
+                       f"{len(args.input)}")
+    inputs = []
+    for i, (file, spec) in enumerate(zip(args.input, specs)):
+        try:
+            value = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise CliError(f"input {i} ({file}): not a readable .npy file ({err})") from None
+        want = (spec["dtype"], tuple(spec["shape"]))
+        if (value.dtype.name, value.shape) != want:
+            raise CliError(f"input {i} ({file}) is {_spec(value.dtype.name, value.shape)}, but "
+                           f"{args.name} takes {_spec(*want)}")
+        inputs.append(value)
+    import runtime
+    try:
+        module = runtime.load(data, args.device)
+    except ValueError as err:
+        raise CliError(f"{vmfb_path}: {err}") from None
+    outputs = module[entry["entry"]](*inputs)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
+    for k, out in enumerate(outputs):
+        value = np.asarray(out).copy()
+        if args.print:
+            print(f"{_spec(value.dtype.name, value.shape)}\n{value}")
+            continue
+        name = f"{args.name}.out.npy" if len(outputs) == 1 else f"{args.name}.out{k}.npy"
+        path = Path(args.output) / name
+        _save_atomic(path, value)
+        print(f"{_spec(value.dtype.name, value.shape)}  written to {path}")
+    return 0
+
+
+def _save_atomic(path: Path, value: Any) -> None:
+    import tempfile
+
+    import numpy as np
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _spec(dtype: str, shape: Sequence[int]) -> str:
+    return f"{dtype}[{', '.join(map(str, shape))}]"
+
+
+def _signature(specs: list) -> str:
+    return ", ".join(_spec(s["dtype"], s["shape"]) for s in specs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The ``transpiler`` command end to end: build examples/mlp.py for the CPU and a cross
+target, run it with the runtime alone (no iree.compiler imported), show, cache, and the
+one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "mlp.py"
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "transpiler", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build")
+    result = cli("build", f"{EXAMPLE}::predict", "-o", str(out), "--target",
+                 "llvm-cpu,vulkan-spirv,cuda,rocm,stablehlo")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "[1/5] predict" in result.stdout and "wrote" in result.stdout
+    return out
+
+
+def _inputs(tmp: Path) -> tuple[list[str], list[np.ndarray]]:
+    rng = np.random.default_rng(0)
+    shapes = [(784, 128), (128,), (128, 10), (10,), (128, 784)]
+    arrays = [(rng.standard_normal(s) * 0.1).astype(np.float32) for s in shapes]
+    files = []
+    for i, a in enumerate(arrays):
+        files.append(str(tmp / f"in{i}.npy"))
+        np.save(files[-1], a)
+    return files, arrays
+
+
+def test_build_writes_artifacts_and_manifest(built):
+    manifest = json.loads((built / "manifest.json").read_text())
+    entry = manifest["functions"]["predict"]
+    assert entry["inputs"][4] == {"dtype": "float32", "shape": [128, 784]}
+    assert entry["outputs"] == [{"dtype": "float32", "shape": [128, 10]}]
+    assert set(entry["artifacts"]) == {"llvm-cpu", "vulkan-spirv", "cuda", "rocm"}  # stablehlo: the .mlir
+    assert (built / "predict.mlir").read_text().startswith("module")
+    assert manifest["tools"]["iree-compiler"]
+    assert not [p for p in built.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_run_with_the_runtime_alone(built, tmp_path):
+    files, arrays = _inputs(tmp_path)
+    code = ("import sys, runtime.cli as c; rc = c.main(sys.argv[1:]); "
+            "assert 'iree.compiler' not in sys.modules and 'transpiler' not in sys.modules; "
+            "sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code, "run", str(built), "predict",
+                             "--input", *files, "--output", str(tmp_path)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "float32[128, 10]  written to" in result.stdout
+    got = np.load(tmp_path / "predict.out.npy")
+    sys.path.insert(0, str(ROOT / "examples"))
+    import mlp
+    np.testing.assert_allclose(got, np.asarray(mlp.predict(*arrays)), rtol=1e-4, atol=1e-5)
+
+
+def test_run_errors(built, tmp_path):
+    files, _ = _inputs(tmp_path)
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((3, 3), np.float32))
+    result = cli("run", str(built), "predict", "--input", *files[:4], str(bad))
+    assert result.returncode == 2
+    assert "input 4" in result.stderr and "float32[3, 3]" in result.stderr \
+        and "float32[128, 784]" in result.stderr
+    assert "takes 5 inputs" in cli("run", str(built), "predict", "--input", files[0]).stderr
+    assert "no function 'nope'" in cli("run", str(built), "nope").stderr
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "manifest.json").write_text('{"format": "other"}')
+    assert "not a transpiler build manifest" in cli("run", str(foreign), "predict").stderr
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    for f in built.iterdir():
+        (corrupt / f.name).write_bytes(f.read_bytes())
+    (corrupt / "predict.llvm-cpu.vmfb").write_bytes(b"not a module")
+    result = cli("run", str(corrupt), "predict", "--input", *files)
+    assert result.returncode == 2 and "does not match the manifest" in result.stderr
+
+
+def test_show(tmp_path):
+    source = tmp_path / "prog.py"
+    source.write_text("import transpiler as jax\nimport transpiler.numpy as jnp\n\n"
+                      "def f(x):\n    return jnp.sum(jnp.sin(x))\n\ng = jax.grad(f)\n")
+    result = cli("show", f"{source}::g")
+    assert result.returncode == 0 and "def vjp_f(" in result.stdout
+    result = cli("show", f"{source}::f", "--stage", "stablehlo", "--args", "f32[3]")
+    assert "stablehlo.sine" in result.stdout
+    assert "plain function" in cli("show", f"{source}::f").stderr
+    assert "has no function 'h'; it defines: f, g" in cli("show", f"{source}::h").stderr
+    assert "cannot parse the signature 'q32[3]'" in cli(
+        "show", f"{source}::f", "--stage", "stablehlo", "--args", "q32[3]").stderr
+
+
+def test_build_errors(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(x:\n")
+    result = cli("build", str(broken), "-o", str(tmp_path / "o"))
+    assert result.returncode == 2 and f"{broken}:1" in result.stderr
+    result = cli("build", str(EXAMPLE), "-o", str(tmp_path / "o"), "--target", "tpu")
+    assert "unknown target 'tpu'; available targets: llvm-cpu, vulkan-spirv, cuda, rocm, " \
+        "stablehlo" in result.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = cli("build", f"{EXAMPLE}::predict", "-o", str(blocker / "sub"))
+    assert result.returncode == 2 and "cannot write to" in result.stderr
+
+
+def test_cache_info_and_help(tmp_path):
+    result = cli("cache", "info")
+    assert result.returncode == 0 and "cache folder:" in result.stdout
+    assert "show" in cli("--help").stdout and "--stage" in cli("show", "--help").stdout
+    assert "--input" in cli("run", "--help").stdout
