@@ -8,6 +8,7 @@ from transpiler import dtypes, lax, nn, primitives, random, tree_util  # noqa: F
 from transpiler.array import Array, DeviceArray
 from transpiler.config import config
 from transpiler.errors import TranspileError
+from transpiler.import_hook import install_import_hook
 from transpiler.jit import jit
 from transpiler.transforms.api import grad, value_and_grad, vjp
 from transpiler.transforms.custom import custom_vjp
@@ -19,5 +20,6 @@ from runtime import Device, devices, local_device_count
 __version__ = "0.1.0"
 
 __all__ = ["Array", "DeviceArray", "Device", "TranspileError", "config", "custom_jvp",
-           "custom_vjp", "devices", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "local_device_count", "tree_util", "dtypes", "value_and_grad", "vjp", "vmap"]
+           "custom_vjp", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
+           "jacrev", "jit", "jvp", "linearize", "local_device_count", "tree_util", "dtypes",
+           "value_and_grad", "vjp", "vmap"]

@@ -151,8 +151,14 @@ def resolve_path(module: str, qualname: str) -> Any:
         return None
 
 
+# Where generated code goes instead of the user cache while the import hook rewrites a
+# module (``<package>/__transpiler__/``, like ``__pycache__``; see transpiler/import_hook.py).
+LOCAL_DIRS: list[Path] = []
+
+
 def _path(entry_key: str) -> Path:
-    return Path(config.cache_dir) / "ad" / entry_key[:2] / f"{entry_key}.json"
+    root = LOCAL_DIRS[-1] if LOCAL_DIRS else Path(config.cache_dir) / "ad"
+    return root / entry_key[:2] / f"{entry_key}.json"
 
 
 # Derivatives of the library's own composites, generated ahead of time and shipped with

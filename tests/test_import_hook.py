@@ -1,0 +1,75 @@
+"""The import hook: opted-in modules are rewritten when imported; their generated code
+lives in ``__transpiler__/`` next to the source, and a second import (a new process)
+loads it without importing libcst."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODULE = '''
+import transpiler as jax
+import transpiler.numpy as jnp
+
+
+def loss(w, x):
+    return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+
+grad_loss = jax.grad(loss)
+
+
+@jax.jit
+def step(w, x):
+    return w - 0.1 * grad_loss(w, x)
+'''
+
+SCRIPT = '''
+import sys, numpy as np, transpiler
+transpiler.install_import_hook("hookpkg")
+import hookpkg.models as m
+print("libcst" in sys.modules)
+w, x = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32)
+print(float(np.asarray(m.grad_loss(w, x)).sum()))
+'''
+
+
+def _run(tmp: Path, cache: Path) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp}",
+           "TRANSPILER_CACHE_DIR": str(cache)}
+    result = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_second_import_reuses_generated_code_without_libcst(tmp_path):
+    package = tmp_path / "hookpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(MODULE)
+    first = _run(tmp_path, tmp_path / "cache1")
+    assert first[0] == "True"  # rewritten on import: the frontend ran
+    assert list((package / "__transpiler__").rglob("*.json")), "no generated code stored"
+    second = _run(tmp_path, tmp_path / "cache2")  # a fresh user cache: only __transpiler__
+    assert second == ["False", first[1]]
+    (package / "models.py").write_text(MODULE.replace("** 2", "** 3"))  # source changed
+    third = _run(tmp_path, tmp_path / "cache3")
+    assert third[0] == "True" and third[1] != first[1]
+
+
+def test_generation_errors_surface_at_import(tmp_path):
+    package = tmp_path / "hookpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(
+        "import transpiler as jax\n\ndef f(x):\n    class A: pass\n    return x\n\n"
+        "grad_loss = jax.grad(f)\n")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    result = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode != 0 and "models.py:4" in result.stderr

@@ -1,0 +1,97 @@
+"""Rewrite on import: ``transpiler.install_import_hook("mypkg")``.
+
+Modules of the opted-in packages are rewritten when they are imported, not at first call:
+once a module has run, each ``grad``/``value_and_grad`` (also under ``jit``) it defines at
+module level over its own functions has its ``vjp_<name>`` generated right away. (Not yet:
+vmap/jvp code and jit's control-flow conversion, which have no disk cache; they are
+generated at first call.) Generated code is kept next to the
+source in ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what
+their names refer to, so it is reused while the source is unchanged: a second import
+loads it without importing libcst. A module whose generation fails raises the
+TranspileError at the user's line during the import.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+CACHE_FOLDER = "__transpiler__"
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.inner.exec_module(module)
+        rewrite_module(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code ... of the file loader
+        return getattr(self.inner, name)
+
+
+class ImportHook(importlib.abc.MetaPathFinder):
+    """The finder `install_import_hook` puts first on ``sys.meta_path``."""
+
+    def __init__(self, packages: Sequence[str]) -> None:
+        self.packages = tuple(packages)
+
+    def matches(self, fullname: str) -> bool:
+        return any(fullname == p or fullname.startswith(p + ".") for p in self.packages)
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Optional[Any]:
+        if not self.matches(fullname):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not spec.origin or \
+                not spec.origin.endswith(".py"):
+            return spec
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+def install_import_hook(*packages: str) -> ImportHook:
+    """Rewrite the modules of `packages` (and their submodules) when they are imported;
+    returns the hook (``hook.remove()`` uninstalls it). Import the packages after this."""
+    if not packages or not all(isinstance(p, str) and p for p in packages):
+        raise TypeError("install_import_hook: name the packages to rewrite, e.g. "
+                        "install_import_hook('mymodels')")
+    hook = ImportHook(packages)
+    sys.meta_path.insert(0, hook)
+    return hook
+
+
+def rewrite_module(module: Any) -> None:
+    """Generate the code of the module's transform objects now (see the module docstring)."""
+    from transpiler.codegen import disk_cache
+    origin = getattr(module, "__file__", None)
+    if not origin:
+        return
+    disk_cache.LOCAL_DIRS.append(Path(origin).parent / CACHE_FOLDER)
+    try:
+        for value in list(vars(module).values()):
+            _generate(value, module.__name__)
+    finally:
+        disk_cache.LOCAL_DIRS.pop()
+
+
+def _generate(value: Any, module_name: str) -> None:
+    from transpiler.jit import Jitted
+    from transpiler.transforms.api import Transformed, vjp_function
+    if isinstance(value, Transformed):
+        fun = value._original
+        if getattr(getattr(fun, "_fun", fun), "__module__", None) == module_name:
+            vjp_function(fun, value._active_of(), value._has_aux)
+    elif isinstance(value, Jitted) and isinstance(value._fun, Transformed):
+        _generate(value._fun, module_name)  # jit(grad(f)): the derivative code
