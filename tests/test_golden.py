@@ -29,12 +29,14 @@ def _body(source: str) -> str:
 @pytest.mark.parametrize("name", sorted(SNAPSHOTS))
 def test_generated_code_matches_snapshot(name):
     fn, argnums = SNAPSHOTS[name]
-    got = _body(tp.grad(fn, argnums=argnums).source)
-    path = GOLDEN / f"grad_{name}.py.txt"
+    _check(_body(tp.grad(fn, argnums=argnums).source), GOLDEN / f"grad_{name}.py.txt")
+
+
+def _check(got: str, path: Path) -> None:
     if os.environ.get("TRANSPILER_UPDATE_GOLDEN"):
         path.write_text(got)
     assert path.exists(), f"no snapshot {path}; run with TRANSPILER_UPDATE_GOLDEN=1"
-    assert got == path.read_text(), f"generated code for {name} changed; review and update"
+    assert got == path.read_text(), f"generated code in {path.name} changed; review and update"
 
 
 VMAP_SNAPSHOTS = {
@@ -47,9 +49,4 @@ VMAP_SNAPSHOTS = {
 @pytest.mark.parametrize("name", sorted(VMAP_SNAPSHOTS))
 def test_batched_code_matches_snapshot(name):
     fn, in_axes = VMAP_SNAPSHOTS[name]
-    got = _body(tp.vmap(fn, in_axes=in_axes).source)
-    path = GOLDEN / f"vmap_{name}.py.txt"
-    if os.environ.get("TRANSPILER_UPDATE_GOLDEN"):
-        path.write_text(got)
-    assert path.exists(), f"no snapshot {path}; run with TRANSPILER_UPDATE_GOLDEN=1"
-    assert got == path.read_text(), f"batched code for {name} changed; review and update"
+    _check(_body(tp.vmap(fn, in_axes=in_axes).source), GOLDEN / f"vmap_{name}.py.txt")

@@ -120,8 +120,17 @@ class LowerComprehensions(LocatedTransformer):
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
                                   updated: cst.SimpleStatementLine) -> Any:
+        return self._hoisted(original, updated, lambda hoist: updated.visit(hoist))
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> Any:
+        return self._hoisted(original, updated, lambda hoist: updated.with_changes(
+            test=updated.test.visit(hoist)))
+
+    def _hoisted(self, original: Any, updated: Any, rewrite: Any) -> Any:
+        """`updated` with its comprehensions (found by `rewrite`) computed by loops before
+        it, located at the statement."""
         hoist = _Hoist(self.ctx.names.fresh)
-        new = updated.visit(hoist)
+        new = rewrite(hoist)
         if not hoist.loops:
             return updated
         loc = self.ctx.locations.get(original)
@@ -129,17 +138,6 @@ class LowerComprehensions(LocatedTransformer):
             if loc is not None:
                 self.ctx.locate(stmt, loc)
         return cst.FlattenSentinel([*hoist.loops, new])
-
-    def leave_If(self, original: cst.If, updated: cst.If) -> Any:
-        hoist = _Hoist(self.ctx.names.fresh)
-        test = updated.test.visit(hoist)
-        if not hoist.loops:
-            return updated
-        loc = self.ctx.locations.get(original)
-        for stmt in hoist.loops:
-            if loc is not None:
-                self.ctx.locate(stmt, loc)
-        return cst.FlattenSentinel([*hoist.loops, updated.with_changes(test=test)])
 
 
 LOWER_COMPREHENSIONS = Stage("lower-comprehensions", LowerComprehensions,

@@ -333,3 +333,30 @@ def _append(stmt: cst.BaseStatement) -> Optional[tuple[str, str]]:
             and len(call.args) == 1 and isinstance(call.args[0].value, cst.Name)):
         return None
     return call.func.value.value, call.args[0].value.value
+
+
+def split_return(gen: Any, func: cst.FunctionDef) -> tuple[list[cst.BaseStatement], Any]:
+    """An ANF function's statements before its final ``return``, and that return."""
+    body = _block(func.body)
+    ret = body[-1]
+    if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
+        raise gen.error(ret, "internal: ANF function does not end with a return")
+    return body[:-1], ret
+
+
+def fixpoint(step: Any, grown: set) -> None:
+    """Run `step` until it adds nothing to `grown` (flow-insensitive analyses: loops and
+    branches reach a fixpoint)."""
+    while True:
+        before = len(grown)
+        step()
+        if len(grown) == before:
+            return
+
+
+def renamed_line(text: str, renamed: dict, prefix: Any) -> cst.BaseStatement:
+    """A generated statement, with the helper modules (``ad.``, ``jnp.`` ...) under their
+    ``_ad`` ... names when the function's own globals use those names otherwise."""
+    if renamed:
+        text = prefix.sub(lambda m: renamed.get(m.group(1), m.group(1)) + ".", text)
+    return cst.parse_statement(text + "\n")

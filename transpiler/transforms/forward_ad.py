@@ -34,7 +34,10 @@ from transpiler.transforms.ad_utils import (
     _param_names,
     _source_line,
     index_text,
+    fixpoint,
     positional_params,
+    renamed_line,
+    split_return,
 )
 from transpiler.transforms.forward_rules import CallRules, _text
 from transpiler.transforms.rename import assigned_names
@@ -106,16 +109,9 @@ class ForwardAD(CallRules):
 
     # --- the pipeline ------------------------------------------------------------------
     def run(self) -> Generated:
-        body = _block(self.func.body)
-        ret = body[-1]
-        if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
-            raise self.error(ret, "internal: ANF function does not end with a return")
+        stmts, ret = split_return(self, self.func)
         self.active: set[str] = set(self.active_params)
-        while True:  # flow-insensitive: loops and branches reach a fixpoint
-            before = len(self.active)
-            self.analyze(body[:-1])
-            if len(self.active) == before:
-                break
+        fixpoint(lambda: self.analyze(stmts), self.active)
         out = ret.body[0].value
         assert out is not None  # ANF returns always carry a value (a name)
         # Tangents only for values that both depend on the inputs and reach the output:
@@ -123,11 +119,11 @@ class ForwardAD(CallRules):
         useful = {out.value} if isinstance(out, cst.Name) else set()
         while True:
             before = len(useful)
-            self.reaching(body[:-1], useful)
+            self.reaching(stmts, useful)
             if len(useful) == before:
                 break
         self.active &= useful | set(self.active_params)
-        statements = self.block(body[:-1])
+        statements = self.block(stmts)
         # An output that does not depend on the differentiated inputs (say, x is only read
         # for its shape) still returns zeros: callers keep every active value's tangent.
         tangent = self.tangent(out)
@@ -385,10 +381,7 @@ class ForwardAD(CallRules):
     def line(self, text: str) -> cst.BaseStatement:
         """A generated statement; the helper modules (``ad.``, ``jnp.`` ...) under their
         ``_ad`` ... names when the function's own globals use those names otherwise."""
-        if self.renamed:
-            text = _MODULE_PREFIX.sub(lambda m: self.renamed.get(m.group(1), m.group(1)) + ".",
-                                      text)
-        return cst.parse_statement(text + "\n")
+        return renamed_line(text, self.renamed, _MODULE_PREFIX)
 
 def positional_tangent_names(func: cst.FunctionDef, suffix: str) -> list[str]:
     return [f"{p}{suffix}" for p in positional_params(func)]

@@ -31,7 +31,8 @@ from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (TIGHT_EQUAL, _all_assigned, _append, _assign,
                                             _block, _deferred_error, _local_imports,
                                             _param_names, _source_line, closure_reads,
-                                            index_text)
+                                            fixpoint, index_text, renamed_line,
+                                            split_return)
 from transpiler.transforms.forward_ad import ForwardAD
 from transpiler.transforms.forward_rules import _code, _text
 from transpiler.transforms.rename import assigned_names
@@ -102,29 +103,19 @@ class Vectorize(StatementRules):
         return repr(f"{loc.file}:{loc.line}" if loc is not None else self.parsed.name)
 
     def line(self, text: str) -> cst.BaseStatement:
-        if self.renamed:
-            text = _MODULE_PREFIX.sub(lambda m: self.renamed.get(m.group(1), m.group(1)) + ".",
-                                      text)
-        return cst.parse_statement(text + "\n")
+        return renamed_line(text, self.renamed, _MODULE_PREFIX)
 
     def op_of(self, assign: cst.Assign) -> cl.Op:
         return cl.classify(assign.value, self.namespace, self.local_names)
 
     # --- the pipeline ----------------------------------------------------------------------
     def run(self) -> Generated:
-        body = _block(self.func.body)
-        ret = body[-1]
-        if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
-            raise self.error(ret, "internal: ANF function does not end with a return")
+        stmts, ret = split_return(self, self.func)
         self.batched: set[str] = set(self.batched_params)
-        while True:  # flow-insensitive: loops and branches reach a fixpoint
-            before = len(self.batched)
-            self.analyze(body[:-1])
-            if len(self.batched) == before:
-                break
+        fixpoint(lambda: self.analyze(stmts), self.batched)
         statements = [self.line(f"{self.b(p)} = None") for p in self.params  # batched
                       if p in self.batched and p not in self.batched_params]  # later only
-        statements += self.block(body[:-1])
+        statements += self.block(stmts)
         out = ret.body[0].value
         assert out is not None
         result: Any = cst.parse_statement(f"return {_text(out)}, {self.dim(out)}")
