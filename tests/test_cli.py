@@ -128,3 +128,24 @@ def test_cache_info_and_help(tmp_path):
     assert result.returncode == 0 and "cache folder:" in result.stdout
     assert "show" in cli("--help").stdout and "--stage" in cli("show", "--help").stdout
     assert "--input" in cli("run", "--help").stdout
+
+
+def test_build_example_args_jobs_and_partial_failure(tmp_path):
+    source = tmp_path / "prog.py"
+    source.write_text(
+        "import transpiler as jax\nimport transpiler.numpy as jnp\n\n"
+        "@jax.jit(example_args=(jax.ShapeDtypeStruct((4,), 'float32'),))\n"
+        "def double(x):\n    return x * 2\n\n"
+        "def broken(x: 'f32[3]'):\n    return jnp.reshape(x, (2, 2))\n\n"
+        "def scaled(x: 'f32[2,2]', s: 'f32'):\n    return x * s\n")
+    out = tmp_path / "out"
+    result = cli("build", str(source), "-o", str(out), "--jobs", "2")
+    assert result.returncode == 1, result.stdout + result.stderr  # one function failed
+    assert "broken       llvm-cpu       FAILED" in result.stdout
+    assert "prog.py:9" in result.stdout  # the user's line
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["functions"]) == {"double", "scaled"}
+    assert manifest["functions"]["scaled"]["inputs"][1] == {"dtype": "float32", "shape": []}
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    result = cli("run", str(out), "double", "--input", str(tmp_path / "x.npy"), "--print")
+    assert result.returncode == 0 and "[0. 2. 4. 6.]" in result.stdout

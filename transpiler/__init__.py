@@ -5,7 +5,7 @@
 """
 
 from transpiler import dtypes, lax, nn, primitives, random, tree_util  # noqa: F401
-from transpiler.array import Array, DeviceArray
+from transpiler.array import Array, DeviceArray, ShapeDtypeStruct
 from transpiler.config import config
 from transpiler.errors import TranspileError
 from transpiler.import_hook import install_import_hook
@@ -19,7 +19,7 @@ from runtime import Device, devices, local_device_count
 
 __version__ = "0.1.0"
 
-__all__ = ["Array", "DeviceArray", "Device", "TranspileError", "config", "custom_jvp",
+__all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError", "config", "custom_jvp",
            "custom_vjp", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
            "jacrev", "jit", "jvp", "linearize", "local_device_count", "tree_util", "dtypes",
            "value_and_grad", "vjp", "vmap"]

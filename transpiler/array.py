@@ -142,3 +142,27 @@ def _aliases_writeable(value: np.ndarray) -> bool:
 
 
 core._hooks["wrap"] = _wrap
+
+
+class ShapeDtypeStruct:
+    """An argument's shape and dtype without data (``jax.ShapeDtypeStruct``): for
+    ``jit(f).lower(...)`` and ``jit(f, example_args=...)`` (ahead-of-time builds)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: Any, dtype: Any) -> None:
+        from transpiler import dtypes
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtypes.canonicalize(np.dtype(dtype))
+
+    @property
+    def aval(self) -> Any:
+        from transpiler.primitives.core import ShapedArray
+        return ShapedArray(self.shape, self.dtype, False)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"

@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import numpy as np
-
 from runtime.cli import FORMAT, MANIFEST, CliError
 
 STAGES = ("python", "stablehlo", "linalg", "flow")
@@ -49,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="comma-separated: llvm-cpu, vulkan-spirv, cuda, rocm, stablehlo")
     build.add_argument("--cpu", choices=("host", "generic"), default="host")
     build.add_argument("--args", help="argument signatures for a single FILE.py::name")
+    build.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="compile N artifacts at a time (default 1)")
     build.set_defaults(handler=build_command)
     cache = sub.add_parser("cache", help="inspect or clear the caches")
     cache.add_argument("action", choices=("info", "clear"))
@@ -114,6 +114,10 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
     """Argument signatures from `--args`, else from the parameters' string annotations."""
     if text is not None:
         return [parse_signature(t) for t in text.split()]
+    examples = getattr(fn, "example_args", None)
+    if examples is not None:  # jit(f, example_args=(ShapeDtypeStruct(...), ...))
+        from transpiler.primitives.core import abstractify
+        return [(abstractify(a).dtype.name, tuple(abstractify(a).shape)) for a in examples]
     from transpiler.transforms.api import _target
     target = _target(getattr(fn, "_fun", fn))
     try:
@@ -127,10 +131,11 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
     return [parse_signature(a) for a in found]
 
 
-def _examples(specs: list) -> list[np.ndarray]:
+def _examples(specs: list) -> list[Any]:
     from transpiler import dtypes
-    return [np.zeros(shape, dtype=dtypes.canonicalize(np.dtype(dtype)) if dtype != "bfloat16"
-                     else dtypes.bfloat16) for dtype, shape in specs]
+    from transpiler.array import ShapeDtypeStruct
+    return [ShapeDtypeStruct(shape, dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+            for dtype, shape in specs]
 
 
 def _jitted(fn: Any) -> Any:
@@ -199,44 +204,74 @@ def build_command(args: Any) -> int:
         probe.unlink()
     except OSError as err:
         raise CliError(f"cannot write to {out}: {err.strerror}") from None
-    jobs = [(n, t) for n in chosen for t in targets]
     manifest: dict = {"format": FORMAT, "source": str(path),
                       "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                       "tools": _versions(), "functions": {}}
-    failed = 0
-    lowered: dict[str, Any] = {}
-    for k, (fname, tgt) in enumerate(jobs, 1):
-        fn, specs = chosen[fname]
+    jobs, failures = _lower_all(chosen, targets, out, manifest)
+    failed = len(failures)
+    total = len(jobs) + failed
+    for k, (fname, tgt, message) in enumerate(failures, 1):
+        print(f"[{k}/{total}] {fname:<12} {tgt:<14} FAILED  {message}", flush=True)
+    done = failed
+
+    def compile_one(job: tuple) -> tuple:
+        fname, tgt, low = job
         start = time.perf_counter()
-        try:
-            if fname not in lowered:
-                lowered[fname] = _jitted(fn).lower(*_examples(specs))
-                text = lowered[fname].as_text()
-                write_atomic(out / f"{fname}.mlir", text.encode())
-            low = lowered[fname]
-            entry = manifest["functions"].setdefault(fname, {
-                "entry": low.staged.name,
-                "inputs": [{"dtype": d, "shape": list(s)} for d, s in specs],
-                "outputs": [{"dtype": a.dtype.name, "shape": list(a.shape)}
-                            for a in low.out_avals],
-                "artifacts": {}})
-            if tgt == "stablehlo":
-                artifact = out / f"{fname}.mlir"
-            else:
-                artifact = out / f"{fname}.{tgt}.vmfb"
-                data = _compile(low, tgt, args.cpu)
-                write_atomic(artifact, data)
-                entry["artifacts"][tgt] = {"path": artifact.name,
-                                           "sha256": hashlib.sha256(data).hexdigest()}
-            print(f"[{k}/{len(jobs)}] {fname:<12} {tgt:<14} {time.perf_counter() - start:5.2f} s"
-                  f"  {artifact}", flush=True)
-        except Exception as err:  # one artifact's failure does not stop the others
-            failed += 1
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            print(f"[{k}/{len(jobs)}] {fname:<12} {tgt:<14} FAILED  {first}", flush=True)
+        if tgt == "stablehlo":
+            return fname, tgt, out / f"{fname}.mlir", None, time.perf_counter() - start
+        artifact = out / f"{fname}.{tgt}.vmfb"
+        data = _compile(low, tgt, args.cpu)
+        write_atomic(artifact, data)
+        return fname, tgt, artifact, hashlib.sha256(data).hexdigest(), \
+            time.perf_counter() - start
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(compile_one, job): job for job in jobs}
+        for future in futures:  # in order, so the progress reads like the job list
+            fname, tgt, _ = futures[future]
+            done += 1
+            try:
+                fname, tgt, artifact, digest, seconds = future.result()
+            except Exception as err:  # one artifact's failure does not stop the others
+                failed += 1
+                print(f"[{done}/{total}] {fname:<12} {tgt:<14} FAILED  {_first_line(err)}",
+                      flush=True)
+                continue
+            if digest is not None:
+                manifest["functions"][fname]["artifacts"][tgt] = {"path": artifact.name,
+                                                                  "sha256": digest}
+            print(f"[{done}/{total}] {fname:<12} {tgt:<14} {seconds:5.2f} s  {artifact}",
+                  flush=True)
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2).encode())
     print(f"wrote {out / MANIFEST}" + (f" ({failed} artifact(s) failed)" if failed else ""))
     return 1 if failed else 0
+
+
+def _lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[list, list]:
+    """Trace each function once (tracing is not thread-safe): its .mlir, its manifest
+    entry, and the compile jobs; a function that fails to trace fails all its targets."""
+    from transpiler.compiler import write_atomic
+    jobs, failures = [], []
+    for fname, (fn, specs) in chosen.items():
+        try:
+            low = _jitted(fn).lower(*_examples(specs))
+            write_atomic(out / f"{fname}.mlir", low.as_text().encode())
+        except Exception as err:
+            failures += [(fname, t, _first_line(err)) for t in targets]
+            continue
+        manifest["functions"][fname] = {
+            "entry": low.staged.name,
+            "inputs": [{"dtype": d, "shape": list(s)} for d, s in specs],
+            "outputs": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in low.out_avals],
+            "artifacts": {}}
+        jobs += [(fname, t, low) for t in targets]
+    return jobs, failures
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _compile(lowered: Any, target: str, cpu: str) -> bytes:
@@ -251,7 +286,7 @@ def _annotated(module: Any) -> dict[str, tuple[Any, list]]:
     for name, value in vars(module).items():
         fn = getattr(value, "_fun", value)
         if name.startswith("_") or not callable(value) or inspect.isclass(value) or \
-                getattr(fn, "__module__", None) != module.__name__:
+                getattr(fn, "__module__", getattr(value, "__module__", None)) != module.__name__:
             continue
         try:
             chosen[name] = (value, signatures(value, None))

@@ -168,13 +168,16 @@ class Jitted:
     """The callable `jit` returns. Specializes, caches and dispatches."""
 
     def __init__(self, fun: Callable, static_argnums: Any = (), static_argnames: Any = (),
-                 device: DeviceLike = None) -> None:
+                 device: DeviceLike = None, example_args: Optional[Sequence[Any]] = None
+                 ) -> None:
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._converted: Optional[Callable] = None  # see _traced_fun
         self._device = device
+        # Argument shapes for ahead-of-time builds (`transpiler build`): ShapeDtypeStructs.
+        self.example_args = tuple(example_args) if example_args is not None else None
         self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
         self._cache: dict[Any, Executable] = {}
         # Dispatch on argument types alone: (executable, whether all args are on its device).
@@ -333,16 +336,20 @@ def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset,
 
 def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argnames: Any = (),
         device: DeviceLike = None, backend: Optional[str] = None, donate_argnums: Any = (),
-        donate_argnames: Any = (), keep_unused: bool = False, inline: bool = False) -> Any:
+        donate_argnames: Any = (), keep_unused: bool = False, inline: bool = False,
+        example_args: Optional[Sequence[Any]] = None) -> Any:
     """Compile `fun` with IREE; ``@jit`` and ``jit(f, static_argnums=...)`` both work.
 
     ``backend`` may be ``"cpu"`` (an IREE CPU driver); ``donate_*``, ``keep_unused`` and
     ``inline`` are accepted for JAX compatibility and do not change results (IREE manages
-    buffers itself; a jit called inside another jit is always inlined)."""
+    buffers itself; a jit called inside another jit is always inlined). ``example_args``
+    (our extension: ShapeDtypeStructs or arrays) gives the signature `transpiler build`
+    compiles ahead of time."""
     if backend not in (None, "cpu"):
         raise ValueError(f"jit: backend {backend!r} is not available; use backend='cpu' or "
                          "device='local-task' | 'local-sync' | 'vulkan' | 'cuda' | 'hip'")
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, device=device)
-    return Jitted(fun, static_argnums, static_argnames, device)
+                                 static_argnames=static_argnames, device=device,
+                                 example_args=example_args)
+    return Jitted(fun, static_argnums, static_argnames, device, example_args)
