@@ -79,52 +79,85 @@ def read_manifest(build_dir: Path) -> dict:
     return manifest
 
 
+class Built:
+    """One built function: its manifest entry and its loaded artifact for a device."""
+
+    def __init__(self, build_dir: Path, name: str, device: str) -> None:
+        manifest = read_manifest(build_dir)
+        functions = manifest.get("functions", {})
+        entry = functions.get(name)
+        if entry is None:
+            raise CliError(f"no function {name!r} in {build_dir / MANIFEST}; built: "
+                           f"{', '.join(sorted(functions)) or 'none'}")
+        target = DEVICE_TARGETS.get(device)
+        if target is None:
+            raise CliError(f"unknown device {device!r}; choose from "
+                           f"{', '.join(DEVICE_TARGETS)}")
+        artifact = entry.get("artifacts", {}).get(target)
+        if artifact is None:
+            raise CliError(f"{name} was not built for {target} (device {device}); built for: "
+                           f"{', '.join(sorted(entry.get('artifacts', {}))) or 'nothing'}")
+        path = build_dir / artifact["path"]
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise CliError(f"{path}: {err.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != artifact.get("sha256"):
+            raise CliError(f"{path}: its hash does not match the manifest (a corrupt or "
+                           "foreign file); rebuild it")
+        import runtime
+        try:
+            module = runtime.load(data, device)
+        except ValueError as err:
+            raise CliError(f"{path}: {err}") from None
+        self.name, self.entry, self.function = name, entry, module[entry["entry"]]
+
+    def check(self, values: Sequence[Any], where: Sequence[str]) -> None:
+        specs = self.entry["inputs"]
+        if len(values) != len(specs):
+            raise CliError(f"{self.name} takes {len(specs)} inputs ({_signature(specs)}), "
+                           f"got {len(values)}")
+        for i, (value, spec, w) in enumerate(zip(values, specs, where)):
+            want = (spec["dtype"], tuple(spec["shape"]))
+            got = (getattr(value, "dtype", type(value)).name if hasattr(value, "dtype")
+                   else type(value).__name__, tuple(getattr(value, "shape", ())))
+            if got != want:
+                raise CliError(f"input {i}{w} is {_spec(*got)}, but {self.name} takes "
+                               f"{_spec(*want)}")
+
+    def __call__(self, *values: Any) -> list:
+        outputs = self.function(*values)
+        return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+_BUILT: dict[tuple, Built] = {}
+
+
+def call_built(module_file: str, name: str, args: tuple, device: str) -> Any:
+    """What the generated ``<stem>_transpiled.py`` functions call: the built artifact next
+    to that module, loaded once per device, run on `args` (checked against the manifest)."""
+    import numpy as np
+    key = (module_file, name, device)
+    built = _BUILT.get(key)
+    if built is None:
+        built = _BUILT[key] = Built(Path(module_file).parent, name, device)
+    values = [np.asarray(a) for a in args]
+    built.check(values, [""] * len(values))
+    outputs = [np.asarray(o).copy() for o in built(*values)]
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
 def run(args: Any) -> int:
     import numpy as np
-    build_dir = Path(args.build_dir)
-    manifest = read_manifest(build_dir)
-    functions = manifest.get("functions", {})
-    entry = functions.get(args.name)
-    if entry is None:
-        raise CliError(f"no function {args.name!r} in {build_dir / MANIFEST}; built: "
-                       f"{', '.join(sorted(functions)) or 'none'}")
-    target = DEVICE_TARGETS.get(args.device)
-    if target is None:
-        raise CliError(f"unknown device {args.device!r}; choose from {', '.join(DEVICE_TARGETS)}")
-    artifact = entry.get("artifacts", {}).get(target)
-    if artifact is None:
-        raise CliError(f"{args.name} was not built for {target} (device {args.device}); built "
-                       f"for: {', '.join(sorted(entry.get('artifacts', {}))) or 'nothing'}")
-    vmfb_path = build_dir / artifact["path"]
-    try:
-        data = vmfb_path.read_bytes()
-    except OSError as err:
-        raise CliError(f"{vmfb_path}: {err.strerror}") from None
-    if hashlib.sha256(data).hexdigest() != artifact.get("sha256"):
-        raise CliError(f"{vmfb_path}: its hash does not match the manifest (a corrupt or "
-                       "foreign file); rebuild it")
-    specs = entry["inputs"]
-    if len(args.input) != len(specs):
-        raise CliError(f"{args.name} takes {len(specs)} inputs ({_signature(specs)}), got "
-                       f"{len(args.input)}")
+    built = Built(Path(args.build_dir), args.name, args.device)
     inputs = []
-    for i, (file, spec) in enumerate(zip(args.input, specs)):
+    for i, file in enumerate(args.input):
         try:
-            value = np.load(file, allow_pickle=False)
+            inputs.append(np.load(file, allow_pickle=False))
         except (OSError, ValueError) as err:
             raise CliError(f"input {i} ({file}): not a readable .npy file ({err})") from None
-        want = (spec["dtype"], tuple(spec["shape"]))
-        if (value.dtype.name, value.shape) != want:
-            raise CliError(f"input {i} ({file}) is {_spec(value.dtype.name, value.shape)}, but "
-                           f"{args.name} takes {_spec(*want)}")
-        inputs.append(value)
-    import runtime
-    try:
-        module = runtime.load(data, args.device)
-    except ValueError as err:
-        raise CliError(f"{vmfb_path}: {err}") from None
-    outputs = module[entry["entry"]](*inputs)
-    outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
+    built.check(inputs, [f" ({file})" for file in args.input])
+    outputs = built(*inputs)
     for k, out in enumerate(outputs):
         value = np.asarray(out).copy()
         if args.print:

@@ -149,3 +149,21 @@ def test_build_example_args_jobs_and_partial_failure(tmp_path):
     np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
     result = cli("run", str(out), "double", "--input", str(tmp_path / "x.npy"), "--print")
     assert result.returncode == 0 and "[0. 2. 4. 6.]" in result.stdout
+
+
+def test_built_python_module_runs_on_the_runtime_alone(built, tmp_path):
+    files, arrays = _inputs(tmp_path)
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / f"a{i}.npy", a)
+    code = (f"import sys, numpy as np; sys.path.insert(0, {str(built)!r}); "
+            "import mlp_transpiled as m; "
+            f"args = [np.load({str(tmp_path)!r} + f'/a{{i}}.npy') for i in range(5)]; "
+            f"np.save({str(tmp_path / 'got.npy')!r}, m.predict(*args)); "
+            "assert 'iree.compiler' not in sys.modules and 'transpiler' not in sys.modules")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    sys.path.insert(0, str(ROOT / "examples"))
+    import mlp
+    np.testing.assert_allclose(np.load(tmp_path / "got.npy"), np.asarray(mlp.predict(*arrays)),
+                               rtol=1e-4, atol=1e-5)

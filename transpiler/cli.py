@@ -244,8 +244,37 @@ def build_command(args: Any) -> int:
             print(f"[{done}/{total}] {fname:<12} {tgt:<14} {seconds:5.2f} s  {artifact}",
                   flush=True)
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2).encode())
-    print(f"wrote {out / MANIFEST}" + (f" ({failed} artifact(s) failed)" if failed else ""))
+    module_path = out / f"{path.stem}_transpiled.py"
+    write_atomic(module_path, _python_module(path, chosen, manifest).encode())
+    print(f"wrote {module_path}, {out / MANIFEST}" +
+          (f" ({failed} artifact(s) failed)" if failed else ""))
     return 1 if failed else 0
+
+
+def _python_module(path: Path, chosen: dict, manifest: dict) -> str:
+    """``<stem>_transpiled.py``: the built functions as Python functions that run their
+    artifacts with the runtime alone, and (as comments) the generated Python of each
+    transformed one -- what the compiled code computes, readable."""
+    lines = [f'"""Built by `transpiler build {path.name}`: each function runs its compiled',
+             "artifact with the runtime alone (`import runtime`, no compiler). Generated Python",
+             '(derivative, batched code) is shown above the function it was compiled from."""',
+             "", "from runtime.cli import call_built", ""]
+    for fname, entry in manifest["functions"].items():
+        fn = chosen[fname][0]
+        source = getattr(fn, "source", None) if not hasattr(fn, "lower") else \
+            getattr(getattr(fn, "_fun", None), "source", None)
+        lines.append("")
+        if isinstance(source, str):
+            lines += ["# " + line if line else "#" for line in source.rstrip().split("\n")]
+        names = _param_names(fn, len(entry["inputs"]))
+        sig = ", ".join(f"{d['dtype']}[{', '.join(map(str, d['shape']))}]"
+                        for d in entry["inputs"])
+        params = ", ".join([*names, "*", "device='local-task'"])
+        lines += [f"def {fname}({params}):",
+                  f'    """{fname}({sig}) on the built artifacts."""',
+                  f"    return call_built(__file__, {fname!r}, ({', '.join(names)}"
+                  f"{',' if len(names) == 1 else ''}), device)", ""]
+    return "\n".join(lines) + "\n"
 
 
 def _lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[list, list]:
@@ -267,6 +296,16 @@ def _lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[
             "artifacts": {}}
         jobs += [(fname, t, low) for t in targets]
     return jobs, failures
+
+
+def _param_names(fn: Any, count: int) -> list[str]:
+    """The function's own parameter names (a0, a1 ... where they cannot be read)."""
+    from transpiler.transforms.api import _positional_names
+    try:
+        names = _positional_names(getattr(fn, "_fun", fn))
+    except (TypeError, ValueError):
+        names = []
+    return names if len(names) == count else [f"a{i}" for i in range(count)]
 
 
 def _first_line(err: BaseException) -> str:
