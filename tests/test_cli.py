@@ -167,3 +167,27 @@ def test_built_python_module_runs_on_the_runtime_alone(built, tmp_path):
     import mlp
     np.testing.assert_allclose(np.load(tmp_path / "got.npy"), np.asarray(mlp.predict(*arrays)),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_compile_save_and_load_in_a_fresh_process(tmp_path):
+    import transpiler as jax
+    import transpiler.numpy as jnp
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    lowered = jax.jit(lambda v: jnp.sin(v) * 2).lower(x)
+    assert "stablehlo.sine" in lowered.as_text() and "linalg" in lowered.as_text("linalg")
+    lowered.compile().save(tmp_path / "f.vmfb")
+    for target in ("vulkan-spirv", "cuda"):  # cross-compiled: saved, not loaded here
+        cross = lowered.compile(target=target)
+        cross.save(tmp_path / f"f.{target}.vmfb")
+        assert (tmp_path / f"f.{target}.vmfb").stat().st_size > 1000
+        with pytest.raises(RuntimeError, match=f"compiled for {target}"):
+            cross(x)
+    code = (f"import sys, numpy as np, runtime; m = runtime.load({str(tmp_path / 'f.vmfb')!r}); "
+            "out = np.asarray(m['main'](np.linspace(0, 1, 8, dtype=np.float32))); "
+            "print(' '.join(f'{v:.6f}' for v in out)); "
+            "assert 'iree.compiler' not in sys.modules")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_allclose([float(v) for v in result.stdout.split()], np.sin(x) * 2,
+                               rtol=1e-5)

@@ -116,7 +116,12 @@ class Lowered:
     def out_avals(self) -> list[ShapedArray]:
         return self.staged.out_avals
 
-    def compile(self, target: str = "llvm-cpu", device: DeviceLike = None) -> "Compiled":
+    def compile(self, target: str = "llvm-cpu", device: DeviceLike = None) -> Any:
+        """Compile for `target`. A GPU target (``vulkan-spirv``, ``cuda``, ``rocm``) given no
+        `device` is cross-compiled: save it, and load it where that hardware exists."""
+        if target != "llvm-cpu" and device is None:
+            return CrossCompiled(compile_vmfb(self.staged.bytecode(), target), target,
+                                 self.staged)
         executable = Executable(self.staged, self.in_avals, self.out_tree,
                                 device if device is not None else self._jitted._device, target)
         return Compiled(executable, self.in_tree)
@@ -147,6 +152,27 @@ class Compiled:
         from pathlib import Path
         from transpiler.compiler import write_atomic
         write_atomic(Path(path), self.executable.vmfb)
+
+
+class CrossCompiled:
+    """A module compiled for hardware this machine may not have: save it, load it there
+    with ``runtime.load(path, device)``."""
+
+    def __init__(self, vmfb: bytes, target: str, staged: StagedModule) -> None:
+        self.vmfb, self.target, self.staged = vmfb, target, staged
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"this function is compiled for {self.target}: save() it and load "
+                           "it with runtime.load(path, device) where that device exists, or "
+                           "pass compile(target=..., device=...)")
+
+    def as_text(self) -> str:
+        return self.staged.text()
+
+    def save(self, path: Any) -> None:
+        from pathlib import Path
+        from transpiler.compiler import write_atomic
+        write_atomic(Path(path), self.vmfb)
 
 
 _DEVICE_KEY = operator.attrgetter("_key")
