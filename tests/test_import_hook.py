@@ -21,6 +21,7 @@ def loss(w, x):
 
 
 grad_loss = jax.grad(loss)
+batched_loss = jax.vmap(loss, in_axes=(None, 0))
 
 
 @jax.jit
@@ -35,6 +36,7 @@ import hookpkg.models as m
 print("libcst" in sys.modules)
 w, x = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32)
 print(float(np.asarray(m.grad_loss(w, x)).sum()))
+print(float(np.asarray(m.batched_loss(w, np.stack([x, 2 * x]))).sum()))
 '''
 
 
@@ -56,7 +58,7 @@ def test_second_import_reuses_generated_code_without_libcst(tmp_path):
     assert first[0] == "True"  # rewritten on import: the frontend ran
     assert list((package / "__transpiler__").rglob("*.json")), "no generated code stored"
     second = _run(tmp_path, tmp_path / "cache2")  # a fresh user cache: only __transpiler__
-    assert second == ["False", first[1]]
+    assert second == ["False", *first[1:]]
     (package / "models.py").write_text(MODULE.replace("** 2", "** 3"))  # source changed
     third = _run(tmp_path, tmp_path / "cache3")
     assert third[0] == "True" and third[1] != first[1]

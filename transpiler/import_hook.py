@@ -1,10 +1,10 @@
 """Rewrite on import: ``transpiler.install_import_hook("mypkg")``.
 
 Modules of the opted-in packages are rewritten when they are imported, not at first call:
-once a module has run, each ``grad``/``value_and_grad`` (also under ``jit``) it defines at
-module level over its own functions has its ``vjp_<name>`` generated right away. (Not yet:
-vmap/jvp code and jit's control-flow conversion, which have no disk cache; they are
-generated at first call.) Generated code is kept next to the
+once a module has run, each ``grad``/``value_and_grad`` and ``vmap`` (also under ``jit``)
+it defines at module level over its own functions has its ``vjp_<name>`` / ``vmap_<name>``
+generated right away. (Not yet: jvp code and jit's control-flow conversion, which have no
+disk cache; they are generated at first call, as are the library callees of vmap code.) Generated code is kept next to the
 source in ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what
 their names refer to, so it is reused while the source is unchanged: a second import
 loads it without importing libcst. A module whose generation fails raises the
@@ -93,5 +93,9 @@ def _generate(value: Any, module_name: str) -> None:
         fun = value._original
         if getattr(getattr(fun, "_fun", fun), "__module__", None) == module_name:
             vjp_function(fun, value._active_of(), value._has_aux)
-    elif isinstance(value, Jitted) and isinstance(value._fun, Transformed):
-        _generate(value._fun, module_name)  # jit(grad(f)): the derivative code
+    elif isinstance(value, Jitted) and not isinstance(value._fun, Jitted):
+        _generate(value._fun, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
+    elif type(value).__name__ == "Vmapped":  # its first level of batched code
+        target = getattr(value.fun, "_fun", value.fun)
+        if getattr(target, "__module__", None) == module_name:
+            value.source  # noqa: B018 (generates it)

@@ -25,7 +25,18 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
     """The generated ``vmap_<name>(*args, <p>_b=None ...) -> (out, out_b)`` (cached)."""
     key = (fn, batched)
     hit = _GENERATED.get(key)
-    if hit is None:
+    if hit is not None:
+        return hit
+    # On disk like reverse mode's code (api.py), keyed apart by a marker in the name set;
+    # batched code has no generated callees (bt.call finds them at run time).
+    from transpiler.codegen import disk_cache
+    from transpiler.transforms.api import _load_cached, _store_cached
+    disk_key = disk_cache.key(fn, batched | {"<vmap>"}, False)
+    loaded = _load_cached(fn, disk_key) if disk_key else None
+    if loaded is not None:
+        hit = loaded[1]
+        hit.batch_suffix = hit.cotangent_param  # type: ignore[attr-defined]
+    else:
         from transpiler.frontend import is_library, parse_function
         from transpiler.transforms.api import emit_generated
         from transpiler.transforms.vectorize import Vectorize
@@ -35,7 +46,9 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
         generated = Vectorize(parsed, batched, library=is_library(fn)).run()
         hit = emit_generated(fn, parsed, generated, "vmap")
         hit.batch_suffix = generated.out_bar  # type: ignore[attr-defined]
-        _GENERATED[key] = hit
+        if disk_key:
+            _store_cached(disk_key, fn, parsed, generated, hit)
+    _GENERATED[key] = hit
     return hit
 
 
