@@ -3,8 +3,9 @@
 Modules of the opted-in packages are rewritten when they are imported, not at first call:
 once a module has run, each ``grad``/``value_and_grad`` and ``vmap`` (also under ``jit``)
 it defines at module level over its own functions has its ``vjp_<name>`` / ``vmap_<name>``
-generated right away. (Not yet: jvp code and jit's control-flow conversion, which have no
-disk cache; they are generated at first call, as are the library callees of vmap code.) Generated code is kept next to the
+generated right away, and each ``jit`` its control-flow conversion. (Not yet: jvp code,
+which has no disk cache; it is generated at first call, as are the library callees of
+vmap code.) Generated code is kept next to the
 source in ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what
 their names refer to, so it is reused while the source is unchanged: a second import
 loads it without importing libcst. A module whose generation fails raises the
@@ -93,8 +94,14 @@ def _generate(value: Any, module_name: str) -> None:
         fun = value._original
         if getattr(getattr(fun, "_fun", fun), "__module__", None) == module_name:
             vjp_function(fun, value._active_of(), value._has_aux)
-    elif isinstance(value, Jitted) and not isinstance(value._fun, Jitted):
-        _generate(value._fun, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
+    elif isinstance(value, Jitted):
+        inner = value._fun
+        if getattr(inner, "__module__", None) == module_name and \
+                not isinstance(inner, (Transformed, Jitted)) and \
+                type(inner).__name__ != "Vmapped":
+            value._traced_fun()  # its control flow converted (autograph_cache.py)
+        else:
+            _generate(inner, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
     elif type(value).__name__ == "Vmapped":  # its first level of batched code
         target = getattr(value.fun, "_fun", value.fun)
         if getattr(target, "__module__", None) == module_name:

@@ -45,6 +45,7 @@ import libcst as cst
 
 from transpiler.errors import GENERATED_SOURCE_MAPS, SourceLocation
 from transpiler.frontend import REWRITE_BUILTINS, read_function
+from transpiler.transforms.autograph_cache import CONVERSIONS, is_generated
 from transpiler.frontend.canonicalize import CANONICALIZE_PASSES
 from transpiler.frontend.passes import (
     LocatedTransformer,
@@ -328,14 +329,6 @@ def conversion_stage(options: ConversionOptions) -> Stage:
     return Stage("convert-control-flow", transformer)
 
 
-def is_generated(fn: Callable) -> bool:
-    """Code a transform generated (derivatives): written by `codegen` and source-mapped."""
-    code = getattr(fn, "__code__", None)
-    return (hasattr(fn, "source") and code is not None
-            and code.co_filename in GENERATED_SOURCE_MAPS) or \
-        getattr(fn, "__name__", "").startswith(("vjp_", "jvp_"))
-
-
 def convert_function(fn: Callable) -> Callable:
     """`fn` with its control flow converted: get-source, fence, resolve-names, the
     canonicalize passes (but ``lower-for-loops``), ``convert-control-flow``, emit."""
@@ -355,6 +348,7 @@ def convert_function(fn: Callable) -> Callable:
                               [*_CANONICAL, conversion_stage(options)])
     namespace = {**namespace, options.cf_name: autograph_runtime,
                  options.info_name: tuple(options.infos)}
+    CONVERSIONS[fn] = (options.cf_name, options.info_name, tuple(options.infos))
     # The source map takes each generated line from the first node that covers it: the
     # statements, innermost first (a compound statement covers its whole body).
     statements = [*reversed(iter_statements(func)), func]

@@ -366,8 +366,8 @@ def convert(fn: Callable) -> Callable:
         return fn
     converted = _CONVERTED.get(fn)
     if converted is None:
-        from transpiler.transforms.autograph import convert_function
-        converted = convert_function(fn)
+        from transpiler.transforms.autograph_cache import converted_function
+        converted = converted_function(fn)
         converted._cf_converted = True  # type: ignore[attr-defined]
         _CONVERTED[fn] = converted
     return converted
