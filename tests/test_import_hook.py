@@ -22,6 +22,7 @@ def loss(w, x):
 
 grad_loss = jax.grad(loss)
 batched_loss = jax.vmap(loss, in_axes=(None, 0))
+jacobian = jax.jacfwd(loss)
 
 
 @jax.jit

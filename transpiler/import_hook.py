@@ -1,11 +1,11 @@
 """Rewrite on import: ``transpiler.install_import_hook("mypkg")``.
 
 Modules of the opted-in packages are rewritten when they are imported, not at first call:
-once a module has run, each ``grad``/``value_and_grad`` and ``vmap`` (also under ``jit``)
-it defines at module level over its own functions has its ``vjp_<name>`` / ``vmap_<name>``
-generated right away, and each ``jit`` its control-flow conversion. (Not yet: jvp code,
-which has no disk cache; it is generated at first call, as are the library callees of
-vmap code.) Generated code is kept next to the
+once a module has run, each ``grad``/``value_and_grad``, ``jacfwd``/``jacrev`` and
+``vmap`` (also under ``jit``) it defines at module level over its own functions has its
+``vjp_<name>`` / ``jvp_<name>`` / ``vmap_<name>`` generated right away, and each ``jit`` its
+control-flow conversion. (`hessian`, and the library callees of vmap code, are generated
+at first call.) Generated code is kept next to the
 source in ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what
 their names refer to, so it is reused while the source is unchanged: a second import
 loads it without importing libcst. A module whose generation fails raises the
@@ -102,6 +102,15 @@ def _generate(value: Any, module_name: str) -> None:
             value._traced_fun()  # its control flow converted (autograph_cache.py)
         else:
             _generate(inner, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
+    elif type(value).__name__ == "Jacobian" and value.kind in ("jacfwd", "jacrev") and \
+            getattr(value.fun, "__module__", None) == module_name:
+        from transpiler.transforms.api import _active_names
+        from transpiler.transforms.forward_api import jvp_function
+        active = _active_names(value.fun, value.argnums)
+        if value.kind == "jacrev":
+            vjp_function(value.fun, active, value.has_aux)
+        else:
+            jvp_function(value.fun, active)
     elif type(value).__name__ == "Vmapped":  # its first level of batched code
         target = getattr(value.fun, "_fun", value.fun)
         if getattr(target, "__module__", None) == module_name:

@@ -128,7 +128,10 @@ def _store_cached(disk_key: str, fn: Callable, parsed: Any, generated: Any,
         "source_map": disk_cache.encode_map(getattr(function, "source_map", {}))})
 
 
-def _load_cached(fn: Callable, disk_key: str) -> Optional[tuple[str, Callable]]:
+def _load_cached(fn: Callable, disk_key: str, callee_code: Optional[Callable] = None
+                 ) -> Optional[tuple[str, Callable]]:
+    """Generated code from the disk cache; its generated callees come from `callee_code`
+    (``(fn, active) -> function``; reverse mode's by default)."""
     from transpiler.codegen import disk_cache, load_source
     record = disk_cache.read(disk_key)
     if record is None:
@@ -144,7 +147,9 @@ def _load_cached(fn: Callable, disk_key: str) -> Optional[tuple[str, Callable]]:
         callee = disk_cache.resolve_path(entry["module"], entry["qualname"])
         if callee is None:
             return None
-        namespace[name] = vjp_function(callee, frozenset(entry["active"]), False)[1]
+        active = frozenset(entry["active"])
+        namespace[name] = callee_code(callee, active) if callee_code is not None else \
+            vjp_function(callee, active, False)[1]
     function = load_source(record["source"], record["name"], namespace,
                            disk_cache.decode_map(record["source_map"]),
                            record["module"] or "__transpiler_generated__")

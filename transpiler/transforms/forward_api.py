@@ -28,6 +28,16 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
+    # On disk like reverse mode's code, keyed apart by a marker in the name set.
+    from transpiler.codegen import disk_cache
+    from transpiler.transforms.api import _load_cached, _store_cached
+    disk_key = disk_cache.key(fn, active | {"<jvp>"}, False)
+    loaded = _load_cached(fn, disk_key, lambda c, a: jvp_function(c, a)[1]) \
+        if disk_key else None
+    if loaded is not None:
+        loaded[1].tangent_suffix = loaded[1].cotangent_param  # type: ignore[attr-defined]
+        _GENERATED[key] = loaded
+        return loaded
     from transpiler.frontend import is_library
     from transpiler.transforms.api import emit_generated, parsed_function
     from transpiler.transforms.forward_ad import ForwardAD
@@ -37,6 +47,8 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     function.tangent_suffix = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result
+    if disk_key and set(generated.namespace) <= set(generated.callees):  # (custom_jvp
+        _store_cached(disk_key, fn, parsed, generated, function)  # rules: not on disk)
     return result
 
 
