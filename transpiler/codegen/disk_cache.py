@@ -51,6 +51,18 @@ def lookup(fn: Callable, name: str) -> Any:
     return found
 
 
+def namespace_of(fn: Callable, names: Any) -> Optional[dict[str, Any]]:
+    """What `names` refer to for `fn` now (a stored record's names), or None when one of
+    them is gone (the record is then stale)."""
+    namespace: dict[str, Any] = {}
+    for name in names:
+        value = lookup(fn, name)
+        if value is _MISSING:
+            return None
+        namespace[name] = value
+    return namespace
+
+
 def describe(value: Any) -> str:
     """What the transforms see in a name: its kind and identity, not its data."""
     from transpiler.primitives.core import Primitive

@@ -136,12 +136,9 @@ def _load_cached(fn: Callable, disk_key: str, callee_code: Optional[Callable] = 
     record = disk_cache.read(disk_key)
     if record is None:
         return None
-    namespace: dict[str, Any] = {}
-    for name in record["names"]:
-        value = disk_cache.lookup(fn, name)
-        if value is disk_cache._MISSING:
-            return None
-        namespace[name] = value
+    namespace = disk_cache.namespace_of(fn, record["names"])
+    if namespace is None:
+        return None
     namespace.update(_aliases(namespace))
     for name, entry in record["callees"].items():
         callee = disk_cache.resolve_path(entry["module"], entry["qualname"])

@@ -65,12 +65,9 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
     record = disk_cache.read(disk_key)
     if record is None or "cf_name" not in record:
         return None
-    namespace: dict[str, Any] = {}
-    for name in record["names"]:
-        value = disk_cache.lookup(fn, name)
-        if value is disk_cache._MISSING:
-            return None
-        namespace[name] = value
+    namespace = disk_cache.namespace_of(fn, record["names"])
+    if namespace is None:
+        return None
     for name in record["builtins"]:
         namespace.setdefault(name, getattr(builtins, name))
     namespace[record["cf_name"]] = autograph_runtime
