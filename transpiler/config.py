@@ -4,6 +4,8 @@ Flags can also come from the environment:
 
 - ``TRANSPILER_ENABLE_X64=1`` keeps 64-bit types (JAX's ``jax_enable_x64``).
 - ``TRANSPILER_CACHE_DIR`` moves the on-disk cache (default ``~/.cache/transpiler``).
+- ``TRANSPILER_REWRITE_ON_IMPORT=1`` generates a transform's code when it is created
+  (``@grad`` at import), not at its first call; errors then surface at the decorator.
 - ``TRANSPILER_DEVICE`` picks the default IREE driver for ``jit``
   (``auto`` chooses ``local-sync`` for small work and ``local-task`` for large).
 """
@@ -39,6 +41,9 @@ class Config:
         # Read the library's shipped derivative code (off only to regenerate it).
         self.bundled_derivatives: bool = _env_flag("TRANSPILER_BUNDLED_DERIVATIVES", True)
         self.default_device: str = os.environ.get("TRANSPILER_DEVICE", "auto")
+        # Generate code when a transform is created (as the import hook does for its
+        # packages) instead of at first call.
+        self.rewrite_on_import: bool = _env_flag("TRANSPILER_REWRITE_ON_IMPORT", False)
         # Work (in elements touched per call) above which `auto` picks local-task.
         self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))
 

@@ -73,6 +73,19 @@ def install_import_hook(*packages: str) -> ImportHook:
     return hook
 
 
+def at_creation(value: Any) -> Any:
+    """`value` (a grad/vmap/jit/jacobian object just created); its code generated now when
+    ``config.rewrite_on_import`` is set (a decorator then rewrites at import)."""
+    from transpiler.config import config
+    if config.rewrite_on_import:
+        inner = next((getattr(value, a) for a in ("_original", "fun", "_fun")
+                      if hasattr(value, a)), None)
+        module = getattr(getattr(inner, "_fun", inner), "__module__", None)
+        if module is not None:
+            _generate(value, module)
+    return value
+
+
 def rewrite_module(module: Any) -> None:
     """Generate the code of the module's transform objects now (see the module docstring)."""
     from transpiler.codegen import disk_cache

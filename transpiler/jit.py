@@ -378,4 +378,5 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argn
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, device=device,
                                  example_args=example_args)
-    return Jitted(fun, static_argnums, static_argnames, device, example_args)
+    from transpiler.import_hook import at_creation
+    return at_creation(Jitted(fun, static_argnums, static_argnames, device, example_args))

@@ -315,8 +315,9 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         grads = tuple(_finalize(bars[i], args[i]) for i in nums)
         return out, (grads[0] if isinstance(argnums, int) else grads)
 
-    return Transformed(value_and_grad_f, fun, lambda: _active_names(fun, argnums), has_aux,
-                       "value_and_grad", argnums)
+    from transpiler.import_hook import at_creation
+    return at_creation(Transformed(value_and_grad_f, fun, lambda: _active_names(fun, argnums),
+                                   has_aux, "value_and_grad", argnums))
 
 
 def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
@@ -328,8 +329,9 @@ def grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         out, grads = vg(*args, **kwargs)
         return (grads, out[1]) if has_aux else grads
 
-    return Transformed(grad_f, fun, lambda: _active_names(fun, argnums), has_aux, "grad",
-                       argnums)
+    from transpiler.import_hook import at_creation
+    return at_creation(Transformed(grad_f, fun, lambda: _active_names(fun, argnums), has_aux,
+                                   "grad", argnums))
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:

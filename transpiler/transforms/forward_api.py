@@ -216,13 +216,15 @@ class Jacobian:
 def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
            has_aux: bool = False) -> Jacobian:
     """``jax.jacfwd``: the Jacobian by forward mode, one jvp per input element."""
-    return Jacobian(fun, argnums, has_aux, "jacfwd")
+    from transpiler.import_hook import at_creation
+    return at_creation(Jacobian(fun, argnums, has_aux, "jacfwd"))
 
 
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
            has_aux: bool = False) -> Jacobian:
     """``jax.jacrev``: the Jacobian by reverse mode, one vjp per output element."""
-    return Jacobian(fun, argnums, has_aux, "jacrev")
+    from transpiler.import_hook import at_creation
+    return at_creation(Jacobian(fun, argnums, has_aux, "jacrev"))
 
 
 def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0,

@@ -168,7 +168,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             if leaf is not None and not isinstance(leaf, int) or isinstance(leaf, bool):
                 raise TypeError(f"vmap: {name} must be ints, None, or pytrees of them; got "
                                 f"{leaf!r}")
-    return Vmapped(fun, in_axes, out_axes, axis_name, axis_size)
+    from transpiler.import_hook import at_creation
+    return at_creation(Vmapped(fun, in_axes, out_axes, axis_name, axis_size))
 
 
 def _axis_leaves(axes: Any) -> list:
