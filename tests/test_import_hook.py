@@ -78,14 +78,14 @@ def test_generation_errors_surface_at_import(tmp_path):
     assert result.returncode != 0 and "models.py:4" in result.stderr
 
 
-def test_rewrite_on_import_flag_moves_errors_to_the_decorator(tmp_path):
+def test_decorators_rewrite_at_import_unless_turned_off(tmp_path):
     (tmp_path / "flagged.py").write_text(
         "import transpiler as jax\n\n@jax.grad\ndef f(x):\n    class A: pass\n    return x\n")
     code = "import flagged"
     base = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    lazy = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True,
-                          text=True, timeout=300)
-    assert lazy.returncode == 0, lazy.stderr  # generated at first call, as before
-    eager = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env={**base, "TRANSPILER_REWRITE_ON_IMPORT": "1"}, timeout=300)
+    lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**base, "TRANSPILER_REWRITE_ON_IMPORT": "0"}, timeout=300)
+    assert lazy.returncode == 0, lazy.stderr  # generated at first call
+    eager = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True,
+                           text=True, timeout=300)  # the default: at the decorator
     assert eager.returncode != 0 and "flagged.py:5" in eager.stderr

@@ -43,7 +43,7 @@ class Config:
         self.default_device: str = os.environ.get("TRANSPILER_DEVICE", "auto")
         # Generate code when a transform is created (as the import hook does for its
         # packages) instead of at first call.
-        self.rewrite_on_import: bool = _env_flag("TRANSPILER_REWRITE_ON_IMPORT", False)
+        self.rewrite_on_import: bool = _env_flag("TRANSPILER_REWRITE_ON_IMPORT", True)
         # Work (in elements touched per call) above which `auto` picks local-task.
         self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))
 

@@ -14,11 +14,12 @@ TranspileError at the user's line during the import.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 CACHE_FOLDER = "__transpiler__"
 
@@ -31,8 +32,11 @@ class _Loader(importlib.abc.Loader):
         return self.inner.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        self.inner.exec_module(module)
-        rewrite_module(module)
+        # The module's folder is where its code is kept while its body runs too: with
+        # ``config.rewrite_on_import`` its decorators generate their code as they are applied.
+        with _local_folder(module):
+            self.inner.exec_module(module)
+            rewrite_module(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_code ... of the file loader
         return getattr(self.inner, name)
@@ -74,8 +78,8 @@ def install_import_hook(*packages: str) -> ImportHook:
 
 
 def at_creation(value: Any) -> Any:
-    """`value` (a grad/vmap/jit/jacobian object just created); its code generated now when
-    ``config.rewrite_on_import`` is set (a decorator then rewrites at import)."""
+    """`value` (a grad/vmap/jit/jacobian object just created); its code generated now
+    (a decorator rewrites at import) unless ``config.rewrite_on_import`` is off."""
     from transpiler.config import config
     if config.rewrite_on_import:
         inner = next((getattr(value, a) for a in ("_original", "fun", "_fun")
@@ -86,21 +90,32 @@ def at_creation(value: Any) -> Any:
     return value
 
 
-def rewrite_module(module: Any) -> None:
-    """Generate the code of the module's transform objects now (see the module docstring)."""
+@contextlib.contextmanager
+def _local_folder(module: Any) -> Iterator[None]:
+    """Keep generated code in ``__transpiler__/`` next to the module's source meanwhile."""
     from transpiler.codegen import disk_cache
     origin = getattr(module, "__file__", None)
     if not origin:
+        yield
         return
     disk_cache.LOCAL_DIRS.append(Path(origin).parent / CACHE_FOLDER)
     try:
-        for value in list(vars(module).values()):
-            _generate(value, module.__name__)
+        yield
     finally:
         disk_cache.LOCAL_DIRS.pop()
 
 
+def rewrite_module(module: Any) -> None:
+    """Generate the code of the module's transform objects now (see the module docstring)."""
+    if not getattr(module, "__file__", None):
+        return
+    with _local_folder(module):
+        for value in list(vars(module).values()):
+            _generate(value, module.__name__)
+
+
 def _generate(value: Any, module_name: str) -> None:
+    from transpiler import tree_util
     from transpiler.jit import Jitted
     from transpiler.transforms.api import Transformed, vjp_function
     if isinstance(value, Transformed):
@@ -126,5 +141,7 @@ def _generate(value: Any, module_name: str) -> None:
             jvp_function(value.fun, active)
     elif type(value).__name__ == "Vmapped":  # its first level of batched code
         target = getattr(value.fun, "_fun", value.fun)
-        if getattr(target, "__module__", None) == module_name:
+        mapped = any(a is not None for a in tree_util.tree_leaves(
+            value.in_axes, is_leaf=lambda a: a is None))
+        if getattr(target, "__module__", None) == module_name and mapped:
             value.source  # noqa: B018 (generates it)
