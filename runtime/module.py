@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from typing import Any, NamedTuple, Sequence, cast
 
 import numpy as np
@@ -41,6 +42,9 @@ class TensorSpec(NamedTuple):
     name: str
     shape: tuple[int | None, ...]
     dtype: np.dtype | None  # None: unknown element type (no dtype checks)
+    # Which of the module's devices holds it (``iree.abi.affinity = #hal.device.promise<
+    # @devK>`` in a multi-device module: K); None in a single-device module.
+    placement: int | None = None
 
     def describe(self) -> str:
         dims = ",".join("?" if d is None else str(d) for d in self.shape)
@@ -100,14 +104,21 @@ def _parse_value(text: str, default_name: str) -> TensorSpec:
     if text.startswith("%") and ":" in text:
         name, text = text[1:].split(":", 1)
     type_text, attrs = text.strip(), ""
+    placement = None
     if "{" in type_text:
         type_text, attrs = type_text.split("{", 1)
     for attr in _split_top(attrs.rstrip("}")):
         key, _, value = attr.partition("=")
         if key.strip() == "iree.abi.encoding":
             type_text = value  # e.g. ui32 hidden behind a signless i32
+        elif key.strip() == "iree.abi.affinity":
+            found = _DEVICE_ORDINAL.search(value)
+            placement = int(found.group(1)) if found else None
     shape, dtype = _parse_tensor(type_text)
-    return TensorSpec(name.strip(), shape, dtype)
+    return TensorSpec(name.strip(), shape, dtype, placement)
+
+
+_DEVICE_ORDINAL = re.compile(r"promise<@[A-Za-z_]*?(\d+)>")
 
 
 def parse_declaration(decl: str) -> tuple[list[TensorSpec], list[TensorSpec]]:
@@ -141,7 +152,8 @@ class Function:
     """A callable exported function of a loaded :class:`Module`."""
 
     __slots__ = ("name", "module", "input_specs", "output_specs", "_vm_function",
-                 "_context", "_device", "_array_class", "_n_out", "_out_static")
+                 "_context", "_device", "_array_class", "_n_out", "_out_static",
+                 "_in_devices", "_out_devices")
 
     def __init__(self, module: "Module", vm_function: rt.VmFunction) -> None:
         self.name: str = vm_function.name
@@ -158,6 +170,10 @@ class Function:
         self.input_specs: list[TensorSpec] | None = inputs
         self.output_specs: list[TensorSpec] | None = outputs
         self._n_out = len(outputs) if outputs is not None else 8
+        # Where each input is uploaded and each output lives (multi-device modules).
+        devices = module.devices
+        self._in_devices = [devices[s.placement or 0] for s in inputs or ()]
+        self._out_devices = [devices[s.placement or 0] for s in outputs or ()]
         # Per output: (dtype, static shape or None) when fully known.
         self._out_static: list[tuple[np.dtype | None, tuple[int, ...] | None]] = [
             (s.dtype, cast("tuple[int, ...]", s.shape) if None not in s.shape else None)
@@ -253,18 +269,20 @@ class Function:
                 host = host.astype(want)
         if spec is not None and not spec.matches(host.shape):
             raise self._shape_error(i, spec, host.shape)
-        return host_to_buffer_view(self._device.hal, host)
+        device = self._in_devices[i] if i < len(self._in_devices) else self._device
+        return host_to_buffer_view(device.hal, host)
 
     def _wrap_results(self, rets: rt.VmVariantList) -> Any:
         n = rets.size
         if n == 0:
             return None
         wrap = self._array_class._wrap
-        device = self._device
         get = rets.get_as_object
         static = self._out_static
+        placed = self._out_devices
         results = []
         for i in range(n):
+            device = placed[i] if i < len(placed) else self._device
             bv = get(i, rt.HalBufferView)
             dtype, shape = static[i] if i < len(static) else (None, None)
             if shape is None:
@@ -276,18 +294,22 @@ class Function:
 
 
 # --------------------------------------------------------------- Module
-_hal_modules: dict[Device, rt.VmModule] = {}
+_hal_modules: dict[tuple[Device, ...], rt.VmModule] = {}
 
 
-def _hal_module(device: Device) -> rt.VmModule:
-    mod = _hal_modules.get(device)
+def _hal_module(devices: tuple[Device, ...]) -> rt.VmModule:
+    mod = _hal_modules.get(devices)
     if mod is None:
-        mod = _hal_modules[device] = rt.create_hal_module(device.instance, device.hal)
+        instance = devices[0].instance
+        mod = _hal_modules[devices] = (
+            rt.create_hal_module(instance, devices[0].hal) if len(devices) == 1 else
+            rt.create_hal_module(instance, devices=[d.hal for d in devices]))
     return mod
 
 
 class Module:
-    """A loaded IREE module bound to one device.
+    """A loaded IREE module bound to one device, or to several (``devices``: a module
+    compiled with one ``--iree-hal-target-device`` per device, ``@dev0``, ``@dev1``...).
 
     Functions are available as attributes (``module.main``) and by name
     (``module["main"]``).
@@ -299,18 +321,21 @@ class Module:
         device: Device,
         source: str,
         array_class: type[DeviceArray] = DeviceArray,
+        devices: Sequence[Device] = (),
     ) -> None:
         self.device = device
+        self.devices: tuple[Device, ...] = tuple(devices) or (device,)
         self.source = source
         self.array_class = array_class
         self._vm_module = vm_module
         try:
             self._context = rt.VmContext(
-                device.instance, [_hal_module(device), vm_module]
+                device.instance, [_hal_module(self.devices), vm_module]
             )
         except Exception as e:
+            where = device if len(self.devices) == 1 else list(self.devices)
             raise ValueError(
-                f"IREE module {source} cannot be loaded on {device!r}: {e}"
+                f"IREE module {source} cannot be loaded on {where!r}: {e}"
             ) from e
         self._names = tuple(
             n for n in vm_module.function_names if not n.startswith("__")
@@ -363,13 +388,17 @@ def load(
     device: Device | str | None = None,
     *,
     array_class: type[DeviceArray] = DeviceArray,
+    devices: Sequence[Device] = (),
 ) -> Module:
     """Load a compiled IREE module from a ``.vmfb`` path or raw bytes.
 
     ``device`` is a :class:`Device`, a kind string (``"local-sync"``) or
     ``None`` for :func:`default_device`. ``array_class`` (a DeviceArray
-    subclass) is the type of returned results.
+    subclass) is the type of returned results. A multi-device module (pmap's) is
+    loaded on ``devices``, its ``@devK`` being ``devices[K]``.
     """
+    if devices:
+        device = devices[0]
     if device is None:
         device = default_device()
     elif isinstance(device, str):
@@ -394,4 +423,4 @@ def load(
         vm_module = rt.VmModule.copy_buffer(device.instance, data)
     except Exception as e:
         raise ValueError(f"not a valid IREE module (.vmfb): {source}: {e}") from e
-    return Module(vm_module, device, source, array_class)
+    return Module(vm_module, device, source, array_class, devices)

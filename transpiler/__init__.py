@@ -15,11 +15,12 @@ from transpiler.transforms.custom import custom_vjp
 from transpiler.transforms.custom_jvp import custom_jvp
 from transpiler.transforms.forward_api import hessian, jacfwd, jacrev, jvp, linearize
 from transpiler.transforms.vmap_api import vmap
+from transpiler.sharding.pmap_api import pmap
 from runtime import Device, devices, local_device_count
 
 __version__ = "0.1.0"
 
 __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError", "config", "custom_jvp",
            "custom_vjp", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
-           "jacrev", "jit", "jvp", "linearize", "local_device_count", "tree_util", "dtypes",
+           "jacrev", "jit", "jvp", "linearize", "local_device_count", "pmap", "tree_util", "dtypes",
            "value_and_grad", "vjp", "vmap"]

@@ -47,7 +47,8 @@ class Axis(NamedTuple):
 def bound_names() -> list:
     """The axis names of the running vmaps, outermost first."""
     from transpiler.transforms.batch_runtime import AXES
-    return [name for entry in AXES for name, _ in entry if name is not None]
+    return [axis.name for axis in SPMD] + \
+        [name for entry in AXES for name, _ in entry if name is not None]
 
 
 def resolve(axis_name: Any, op: str, axis_index_groups: Any = None) -> list[Axis]:
@@ -62,8 +63,8 @@ def resolve(axis_name: Any, op: str, axis_index_groups: Any = None) -> list[Axis
     for name in names:
         axis = _lookup(name, AXES)
         if axis is None:
-            hint = (f"lax.{op} runs only inside vmap(..., axis_name=...): eagerly there is "
-                    "no axis to reduce over") if not AXES else \
+            hint = (f"lax.{op} runs only inside vmap/pmap(..., axis_name=...): eagerly there "
+                    "is no axis to reduce over") if not AXES and not SPMD else \
                 f"name the axis: vmap(f, axis_name={name!r})"
             raise TranspileError(f"unbound axis name {name!r}: the enclosing vmap/pmap bind "
                                  f"{bound_names()}", user_location(), hint)
@@ -141,11 +142,72 @@ def sources(perm: Any, size: int) -> list[int | None]:
     return result
 
 
+# --- pmap's axes -----------------------------------------------------------------------------------
+class SpmdAxis:
+    """The axis of a `pmap` whose per-shard function is being traced for several devices
+    (transpiler/sharding/): each shard is a program of its own, so a collective over this
+    axis is emitted by the strategy (transfers between devices, or StableHLO collectives).
+    Each method takes one leaf as one shard sees it and returns that shard's result."""
+
+    def __init__(self, name: Any, size: int) -> None:
+        self.name, self.size = name, size
+
+    def psum(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def pmax(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def pmin(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def all_gather(self, x: Any, axis: int, tiled: bool) -> Any:
+        """Every shard's `x` stacked along a new `axis` (merged into it when `tiled`)."""
+        raise NotImplementedError
+
+    def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
+        """Shard k's block of ``psum(x)`` along `dimension` (removed unless `tiled`)."""
+        raise NotImplementedError
+
+    def ppermute(self, x: Any, sources: list[int | None]) -> Any:
+        """Shard k gets the `x` of shard ``sources[k]`` (zeros where that is None)."""
+        raise NotImplementedError
+
+    def axis_index(self) -> Any:
+        raise NotImplementedError
+
+
+# The axes of the pmaps being traced per shard, outermost first; vmap's names shadow them.
+SPMD: list[SpmdAxis] = []
+
+
+def spmd_axis(axis_name: Any, op: str, axis_index_groups: Any = None) -> SpmdAxis | None:
+    """The pmap axis a collective over `axis_name` runs across, or None (then it is a vmap's
+    axis, or unbound: see `resolve`)."""
+    from transpiler.transforms.batch_runtime import AXES
+    if not SPMD:
+        return None
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    found = [a for a in SPMD if a.name in names and _lookup(a.name, AXES) is None]
+    if not found:
+        return None
+    if len(names) > 1:
+        raise TranspileError(f"lax.{op} over the axes {axis_name!r}: a collective over a "
+                             "pmap axis and other axes at once is not supported",
+                             user_location(), "apply one collective per axis")
+    if axis_index_groups is not None:
+        raise TranspileError(f"lax.{op}: axis_index_groups is not supported", user_location())
+    return found[-1]
+
+
 # --- the collectives ----------------------------------------------------------------------------
 def psum(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.psum``: the sum of `x` (a pytree) over the members of the named axes; every
     member gets the same result. Here `x` is the same for every member: ``x * size``."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "psum", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(lambda leaf: spmd.psum(jnp.asarray(leaf)), x)
     axes = resolve(axis_name, "psum", axis_index_groups)
     if not axes:
         return x
@@ -156,6 +218,10 @@ def psum(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 def pmean(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmean``: ``psum(x) / size`` (true division, as in JAX)."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "pmean", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(
+            lambda leaf: jnp.true_divide(spmd.psum(jnp.asarray(leaf)), spmd.size), x)
     axes = resolve(axis_name, "pmean", axis_index_groups)
     if not axes:
         return x
@@ -166,6 +232,9 @@ def pmean(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 def pmax(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmax``: the elementwise maximum over the members (here: `x` itself)."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "pmax", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(lambda leaf: spmd.pmax(jnp.asarray(leaf)), x)
     resolve(axis_name, "pmax", axis_index_groups)
     return tree_util.tree_map(jnp.asarray, x)
 
@@ -173,6 +242,9 @@ def pmax(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 def pmin(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmin``: the elementwise minimum over the members (here: `x` itself)."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "pmin", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(lambda leaf: spmd.pmin(jnp.asarray(leaf)), x)
     resolve(axis_name, "pmin", axis_index_groups)
     return tree_util.tree_map(jnp.asarray, x)
 
@@ -183,6 +255,10 @@ def all_gather(x: Any, axis_name: Any, axis_index_groups: Any = None, axis: int 
     size), or concatenated along the existing axis `axis` when `tiled`; every member gets
     the same result. Here `x` is the same for every member: it is repeated."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "all_gather", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(lambda leaf: spmd.all_gather(jnp.asarray(leaf), axis, tiled),
+                                  x)
     axes = resolve(axis_name, "all_gather", axis_index_groups)
     n = group_size(axes)
 
@@ -199,6 +275,9 @@ def axis_index(axis_name: Any) -> Any:
     names, row-major in the order given). It differs across members, so it needs the
     batched code of vmap (its rule); here only an axis of size 1 has an index."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "axis_index")
+    if spmd is not None:
+        return spmd.axis_index()
     axes = resolve(axis_name, "axis_index")
     if group_size(axes) != 1:
         raise varying("axis_index", axis_name)
@@ -210,6 +289,11 @@ def psum_scatter(x: Any, axis_name: Any, scatter_dimension: int = 0,
     """``lax.psum_scatter``: ``psum(x)`` split along `scatter_dimension` among the members
     (member k gets block k; without `tiled` that dimension has the group size and is
     removed). The blocks differ across members, so it needs vmap's batched code (its rule)."""
+    import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "psum_scatter", axis_index_groups)
+    if spmd is not None:
+        return tree_util.tree_map(
+            lambda leaf: spmd.psum_scatter(jnp.asarray(leaf), scatter_dimension, tiled), x)
     axes = resolve(axis_name, "psum_scatter", axis_index_groups)
     if group_size(axes) != 1:
         raise varying("psum_scatter", axis_name)
@@ -232,6 +316,10 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
     dst)`` pair of `perm`; members no pair sends to get zeros. Here `x` is the same for every
     member, so the result is `x` when every member receives."""
     import transpiler.numpy as jnp
+    spmd = spmd_axis(axis_name, "ppermute")
+    if spmd is not None:
+        src = sources(perm, spmd.size)
+        return tree_util.tree_map(lambda leaf: spmd.ppermute(jnp.asarray(leaf), src), x)
     axes = resolve(axis_name, "ppermute")
     if any(s is None for s in sources(perm, group_size(axes))):
         raise varying("ppermute", axis_name)

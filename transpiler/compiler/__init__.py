@@ -7,7 +7,9 @@ content: a corrupt entry is detected, reported once, and rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import logging
 import os
 import platform
@@ -172,11 +174,23 @@ def tiling_flags(module_text: str) -> list[str]:
     return ["--iree-opt-data-tiling=false"]
 
 
+def device_flags(tgt: Target, devices: int) -> list[str]:
+    """A module placed on `devices` devices of the target (its ``@dev0``, ``@dev1``...,
+    pmap's multi-device strategy): one ``--iree-hal-target-device`` each."""
+    if devices <= 1:
+        return []
+    if tgt.backend != "llvm-cpu":
+        raise ValueError(f"multi-device modules are built for llvm-cpu here, not {tgt.name}")
+    return [f"--iree-hal-target-device=dev{i}=local[{i}]" for i in range(devices)] + \
+        ["--iree-hal-local-target-device-backends=llvm-cpu"]
+
+
 def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "host",
-                 extra_flags: Sequence[str] = ()) -> bytes:
-    """StableHLO bytecode -> .vmfb bytes, through the disk cache."""
+                 extra_flags: Sequence[str] = (), devices: int = 1) -> bytes:
+    """StableHLO bytecode -> .vmfb bytes, through the disk cache. With ``devices > 1`` the
+    module's values are placed on that many devices by their affinities."""
     tgt = target(target_name)
-    flags = compile_flags(tgt, cpu) + list(extra_flags)
+    flags = compile_flags(tgt, cpu) + list(extra_flags) + device_flags(tgt, devices)
     key = cache_key(bytecode, tgt, flags, cpu)
     if config.disk_cache:
         cached = read_cache(key)
@@ -229,12 +243,17 @@ def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
     from iree.compiler import CompilerToolError, compile_str
     from transpiler.lowering.trace import error_at_mlir_location
     start = time.perf_counter()
+    multi = any(f.startswith("--iree-hal-target-device=") for f in flags)
+    warnings = io.StringIO()  # iree-compile's warnings (perf remarks): logged, not printed
     try:
-        out = compile_str(source, target_backends=[tgt.backend], input_type="stablehlo",
-                          extra_args=list(flags))
+        with contextlib.redirect_stderr(warnings):
+            out = compile_str(source, target_backends=[] if multi else [tgt.backend],
+                              input_type="stablehlo", extra_args=list(flags))
     except CompilerToolError as err:
         text = str(err).split("Invoked with:")[0]
         raise error_at_mlir_location(text, f"IREE failed to compile for {tgt.name}") from None
+    if warnings.getvalue().strip():
+        log.info("iree-compile: %s", warnings.getvalue().strip())
     CompileStats.compiles += 1
     CompileStats.seconds += time.perf_counter() - start
     return out

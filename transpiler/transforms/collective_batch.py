@@ -288,8 +288,48 @@ def _ppermute_rule(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict
     return _map(leaf_rule, params["x"], x_dims)
 
 
-RULES: dict[str, Rule] = {
+# --- over a pmap's axis (pmap(vmap(f)) traced per shard) ---------------------------------------
+def _spmd_rule(spmd: lp.SpmdAxis, fn: Any, params: dict, x_dims: Any) -> tuple:
+    """Each member of the batch takes part in the shards' collective with its own value:
+    the batch axis, moved to the front, is one more axis of the value the shards combine."""
+    op = fn.__name__
+    if op == "axis_index":
+        return spmd.axis_index(), None
+
+    def member_axis(axis: int, ndim: int) -> int:  # `axis` of a member, with the batch first
+        return (axis % ndim if ndim else 0) + 1
+
+    def leaf_rule(leaf: Any, d: Any) -> tuple[Any, Any]:
+        if d is None:
+            return fn(leaf, *[params[k] for k in list(params)[1:]]), None
+        y = move_to_front(jnp.asarray(leaf), d)
+        ndim = abstractify(y).ndim - 1
+        if op in ("psum", "pmax", "pmin"):
+            return getattr(spmd, op)(y), 0
+        if op == "pmean":
+            return jnp.true_divide(spmd.psum(y), spmd.size), 0
+        if op == "ppermute":
+            return spmd.ppermute(y, lp.sources(params["perm"], spmd.size)), 0
+        if op == "all_gather":
+            bound = ndim if params["tiled"] else ndim + 1
+            return spmd.all_gather(y, member_axis(params["axis"], bound), params["tiled"]), 0
+        return spmd.psum_scatter(y, member_axis(params["scatter_dimension"], ndim),
+                                 params["tiled"]), 0
+    return _map(leaf_rule, params["x"], x_dims)
+
+
+def _or_spmd(rule: Rule) -> Rule:
+    def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+        params, x_dims = _bind(fn, args, dims, kwargs, kwdims)
+        spmd = lp.spmd_axis(params["axis_name"], fn.__name__, params.get("axis_index_groups"))
+        if spmd is not None:
+            return _spmd_rule(spmd, fn, params, x_dims)
+        return rule(fn, args, dims, kwargs, kwdims)
+    return dispatch
+
+
+RULES: dict[str, Rule] = {name: _or_spmd(rule) for name, rule in {
     "psum": _reduction_rule, "pmean": _reduction_rule, "pmax": _reduction_rule,
     "pmin": _reduction_rule, "all_gather": _all_gather_rule, "axis_index": _axis_index_rule,
     "psum_scatter": _psum_scatter_rule, "ppermute": _ppermute_rule,
-}
+}.items()}

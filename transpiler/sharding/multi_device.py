@@ -1,0 +1,301 @@
+"""pmap's ``devices`` strategy: one IREE module holding every shard's program, each on its
+own device.
+
+The per-shard function is traced once with `Sharded` values: each stands for the N
+shards of one value of the function, one SSA value per shard. `ShardTrace` emits every
+primitive once per shard, on that shard's operands, so shard k's operations depend only
+on the arguments placed on device k (``iree.abi.affinity = #hal.device.promise<@devk>``)
+and IREE runs them there. A collective is where shards meet (`DeviceAxis`): each shard's
+value is moved to the devices that need it (``flow.tensor.transfer``) and combined there
+by ordinary operations, in the same order on every device, so all shards get bitwise
+identical results. IREE 3.13's CPU runtime has no collective channels; transfers and
+local math is what its multi-device support offers.
+
+Control flow (``lax.cond``/``while_loop``/... and Python control flow that jit converts)
+is traced once per shard: while shard k's copy is traced, `Sharded` values read as their
+shard k (`ShardTrace.per_shard`). A collective inside such control flow is not supported
+here (the emulated strategy runs it).
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from typing import Any, Callable, Optional, Sequence
+
+from iree.compiler import ir
+
+from transpiler import tree_util
+from transpiler.errors import TranspileError, user_location
+from transpiler.lax_parallel import SPMD, SpmdAxis
+from transpiler.lowering.builder import aval_type
+from transpiler.lowering.trace import StagedModule, _verify
+from transpiler.lowering.tracer import Trace, Tracer, mlir_location
+from transpiler.primitives import core
+from transpiler.primitives.core import ShapedArray
+
+# The shard whose copy of a control-flow construct is being traced (ShardTrace.per_shard).
+_PROJECTION: list[Optional[int]] = [None]
+
+
+class Sharded(Tracer):
+    """One value of the per-shard function: its shards, one traced value per device."""
+
+    __slots__ = ("parts", "owner")
+
+    def __init__(self, owner: "ShardTrace", parts: Sequence[Tracer], aval: ShapedArray) -> None:
+        self.owner = owner
+        self.parts = list(parts)
+        self.aval = aval
+
+    # Read as one shard only while that shard's copy of control flow is traced.
+    @property  # type: ignore[override]
+    def value(self) -> ir.Value:
+        return self.parts[self._shard()].value
+
+    @property
+    def trace(self) -> Trace:  # type: ignore[override]
+        return self.parts[self._shard()].trace
+
+    def _shard(self) -> int:
+        shard = _PROJECTION[0]
+        if shard is None:
+            raise TranspileError("a value of pmap's per-shard function was used where one "
+                                 "device's value was expected", user_location(),
+                                 "run this pmap with strategy='emulated'")
+        return shard
+
+    def __repr__(self) -> str:
+        return f"Sharded<{self.aval} x{len(self.parts)}>"
+
+
+class ShardTrace:
+    """Sits on ``core.trace_stack`` above the module's `Trace` while the per-shard function
+    is traced: emits each primitive once per shard."""
+
+    def __init__(self, base: Trace, size: int) -> None:
+        self.base, self.size = base, size
+        self.block, self.keep_alive, self.in_loop = base.block, base.keep_alive, False
+        self._moved: dict[tuple[int, int], tuple[Tracer, Tracer]] = {}
+
+    @property
+    def memo(self) -> Any:
+        return self.base.memo
+
+    def emit(self, prim: core.Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
+             out_aval: Any, params: dict[str, Any]) -> Any:
+        if not any(type(a) is Sharded for a in args):
+            return self.base.emit(prim, args, avals, out_aval, params)
+        outs = [self.base.emit(prim, [self.on(k, a) for a in args], avals, out_aval, params)
+                for k in range(self.size)]
+        if prim.multiple_results:
+            return tuple(Sharded(self, [o[j] for o in outs], a) for j, a in enumerate(out_aval))
+        return Sharded(self, outs, out_aval)
+
+    def on(self, device: int, value: Any) -> Any:
+        """`value` as shard `device` uses it: its shard, or a value no shard owns (computed
+        from constants) moved there."""
+        if type(value) is Sharded:
+            return value.parts[device]
+        if isinstance(value, Tracer) and value.trace is self.base:
+            return self.moved(value, device)
+        return value
+
+    def moved(self, value: Tracer, device: int) -> Tracer:
+        """`value` transferred to `device`, once per value and device."""
+        key = (id(value), device)
+        hit = self._moved.get(key)
+        if hit is None:
+            hit = self._moved[key] = (transfer(value, device), value)  # pins `value`'s id
+        return hit[0]
+
+    def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
+        return self.base.operand(value, aval)
+
+    def encloses(self, other: Trace) -> bool:
+        return other is self.base or self.base.encloses(other)
+
+    def per_shard(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` traced once per shard, `Sharded` values reading as that shard's;
+        the shards' outputs zipped back into `Sharded` values."""
+        outs = [self._as_shard(k, fn, args) for k in range(self.size)]
+        return tree_util.tree_map(lambda *parts: self._zip(parts), *outs)
+
+    def probe(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` as shard 0 runs it (fn emits nothing: regions.probe_with_size)."""
+        return self._as_shard(0, fn, args)
+
+    def _as_shard(self, k: int, fn: Callable[..., Any], args: tuple) -> Any:
+        saved = self.base.memo
+        _PROJECTION[0] = k
+        self.base.memo = ChainMap({}, saved)  # nothing shared between the shards' copies
+        core.trace_stack.append(self.base)
+        try:
+            return fn(*args)
+        finally:
+            core.trace_stack.pop()
+            self.base.memo = saved
+            _PROJECTION[0] = None
+
+    def _zip(self, parts: Sequence[Any]) -> Any:
+        if all(p is parts[0] for p in parts) and not isinstance(parts[0], Tracer) or \
+                type(parts[0]) is Sharded and all(p is parts[0] for p in parts):
+            return parts[0]
+        if all(isinstance(p, Tracer) and type(p) is not Sharded for p in parts):
+            return Sharded(self, parts, parts[0].aval)
+        return Sharded(self, [self.on(k, p) for k, p in enumerate(parts)],
+                       core.abstractify(parts[0]))
+
+
+def device_attr(device: int) -> ir.Attribute:
+    return ir.Attribute.parse(f"#hal.device.promise<@dev{device}>")
+
+
+def transfer(value: Tracer, device: int) -> Tracer:
+    """``flow.tensor.transfer`` of a traced value to device `device`."""
+    trace = value.trace
+    with mlir_location(), ir.InsertionPoint(trace.block):
+        op = ir.Operation.create("flow.tensor.transfer", results=[aval_type(value.aval)],
+                                 operands=[value.value],
+                                 attributes={"target": device_attr(device)})
+    return Tracer(trace, op.result, value.aval)
+
+
+class DeviceAxis(SpmdAxis):
+    """Collectives as transfers between the devices plus local math."""
+
+    def __init__(self, name: Any, size: int, trace: ShardTrace) -> None:
+        super().__init__(name, size)
+        self.shards = trace
+
+    def _parts(self, x: Any, op: str) -> list[Any]:
+        if _PROJECTION[0] is not None:
+            raise TranspileError(f"lax.{op} over pmap axis {self.name!r} inside lax control "
+                                 "flow is not supported by pmap's devices strategy",
+                                 user_location(), "move the collective out of the cond/loop, "
+                                 "or run this pmap with strategy='emulated'")
+        if type(x) is Sharded:
+            return x.parts
+        return [self.shards.on(k, x) for k in range(self.size)]  # the same on every shard
+
+    def _everywhere(self, x: Any, op: str) -> list[list[Any]]:
+        """For each device, every shard's `x` moved onto it, in shard order."""
+        parts = self._parts(x, op)
+        return [[p if j == k else self.shards.moved(p, k) for j, p in enumerate(parts)]
+                for k in range(self.size)]
+
+    def _combine(self, x: Any, op: str, fn: Callable[[Any, Any], Any]) -> Sharded:
+        outs = []
+        for row in self._everywhere(x, op):
+            acc = row[0]
+            for p in row[1:]:
+                acc = fn(acc, p)
+            outs.append(acc)
+        return Sharded(self.shards, outs, outs[0].aval)
+
+    def psum(self, x: Any) -> Any:
+        import transpiler.numpy as jnp
+        return self._combine(x, "psum", jnp.add)
+
+    def pmax(self, x: Any) -> Any:
+        import transpiler.numpy as jnp
+        return self._combine(x, "pmax", jnp.maximum)
+
+    def pmin(self, x: Any) -> Any:
+        import transpiler.numpy as jnp
+        return self._combine(x, "pmin", jnp.minimum)
+
+    def all_gather(self, x: Any, axis: int, tiled: bool) -> Any:
+        import transpiler.numpy as jnp
+        ndim = x.aval.ndim if hasattr(x, "aval") else 0
+        bound = ndim if tiled else ndim + 1
+        if not -bound <= axis < bound:
+            raise TranspileError(f"lax.all_gather: axis {axis} is out of range for a value of "
+                                 f"rank {ndim}{' (tiled)' if tiled else ''}", user_location())
+        join = jnp.concatenate if tiled else jnp.stack
+        outs = [join(row, axis=axis) for row in self._everywhere(x, "all_gather")]
+        return Sharded(self.shards, outs, outs[0].aval)
+
+    def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
+        import transpiler.numpy as jnp
+        parts = self._parts(x, "psum_scatter")
+        shape = parts[0].aval.shape
+        dim = dimension + len(shape) if dimension < 0 else dimension
+        if not 0 <= dim < len(shape) or shape[dim] % self.size or \
+                (not tiled and shape[dim] != self.size):
+            want = f"a multiple of {self.size}" if tiled else f"{self.size}"
+            raise TranspileError(f"lax.psum_scatter: dimension {dimension} of a value of shape "
+                                 f"{shape} must have size {want} (pmap axis {self.name!r})",
+                                 user_location())
+        block = shape[dim] // self.size
+        outs = []
+        for k in range(self.size):  # only block k travels to device k
+            pieces = [jnp.take(p, jnp.arange(k * block, (k + 1) * block), axis=dim)
+                      for p in parts]
+            row = [p if j == k else transfer(p, k) for j, p in enumerate(pieces)]
+            acc = row[0]
+            for p in row[1:]:
+                acc = jnp.add(acc, p)
+            outs.append(acc if tiled else jnp.squeeze(acc, axis=dim))
+        return Sharded(self.shards, outs, outs[0].aval)
+
+    def ppermute(self, x: Any, sources: list[int | None]) -> Any:
+        import transpiler.numpy as jnp
+        parts = self._parts(x, "ppermute")
+        outs = [jnp.zeros_like(parts[k]) if src is None else
+                parts[k] if src == k else self.shards.moved(parts[src], k)
+                for k, src in enumerate(sources)]
+        return Sharded(self.shards, outs, outs[0].aval)
+
+    def axis_index(self) -> Any:
+        import numpy as np
+        aval = ShapedArray((), np.dtype(np.int32))
+        base = self.shards.base
+        outs = [Tracer(base, base.operand(np.int32(k), aval), aval) for k in range(self.size)]
+        return Sharded(self.shards, outs, aval)
+
+
+def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
+                  size: int, axis_name: Any, name: str = "main") -> StagedModule:
+    """Build ``func.func @name`` taking each shard's arguments on its device (shard-major:
+    all of shard 0's, then shard 1's...) and returning each shard's outputs there."""
+    context = ir.Context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        types = [aval_type(a) for a in in_avals]
+        arg_types = types * size
+        with ir.InsertionPoint(module.body):
+            func = ir.Operation.create("func.func", regions=1, attributes={
+                "sym_name": ir.StringAttr.get(name),
+                "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, [])),
+            })
+        block = func.regions[0].blocks.append(*arg_types)
+        base = Trace(block)
+        shards = ShardTrace(base, size)
+        n = len(in_avals)
+        args = [Sharded(shards, [Tracer(base, block.arguments[k * n + j], aval)
+                                 for k in range(size)], aval)
+                for j, aval in enumerate(in_avals)]
+        core.trace_stack.append(shards)
+        SPMD.append(DeviceAxis(axis_name, size, shards))
+        try:
+            outputs = list(flat_fun(*args))
+        finally:
+            SPMD.pop()
+            core.trace_stack.pop()
+        out_avals = [core.abstractify(o, i, "pmap output") for i, o in enumerate(outputs)]
+        with ir.InsertionPoint(block):
+            values = [[base.operand(shards.on(k, o), a) for o, a in zip(outputs, out_avals)]
+                      for k in range(size)]
+            results = [v for row in values for v in row]
+            ir.Operation.create("func.return", operands=results)
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(arg_types, [aval_type(a) for a in out_avals] * size))
+        func.attributes["arg_attrs"] = _placements(size, n)
+        func.attributes["res_attrs"] = _placements(size, len(out_avals))
+        _verify(module)
+    return StagedModule(module, context, out_avals, name)
+
+
+def _placements(size: int, per_shard: int) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get([ir.DictAttr.get({"iree.abi.affinity": device_attr(k)})
+                             for k in range(size) for _ in range(per_shard)])

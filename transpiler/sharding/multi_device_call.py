@@ -1,0 +1,156 @@
+"""Running a `Pmapped` by the ``devices`` strategy, and staging it (``pmap(f).lower``).
+
+One specialization per argument structure, per-shard shapes and dtypes, static arguments
+and devices: traced once (multi_device.py), compiled once for that many CPU devices,
+loaded on them. Each call uploads shard k of every mapped argument, and a copy of every
+replicated one, to device k, and stacks the shards' outputs along `out_axes`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import runtime
+from transpiler import tree_util
+from transpiler.compiler import compile_vmfb, lower_to_stage, tiling_flags
+from transpiler.errors import TranspileError, user_location
+from transpiler.lowering.trace import StagedModule
+from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler.sharding.pmap_api import Pmapped, _leaf_axes, sharded_value
+
+
+class DevicesExecutable:
+    """One compiled specialization: its module loaded on the shards' devices."""
+
+    def __init__(self, staged: StagedModule, devices: list[runtime.Device], out_tree: Any,
+                 shard_avals: list[ShapedArray]) -> None:
+        if any(d.platform != "cpu" for d in devices):
+            raise TranspileError("pmap's devices strategy builds for CPU devices here; "
+                                 f"got {devices}", user_location(),
+                                 "use strategy='emulated', or 'collectives' to export "
+                                 "StableHLO for GPU/TPU runtimes")
+        self.staged, self.devices, self.out_tree = staged, devices, out_tree
+        self.shard_avals = shard_avals
+        vmfb = compile_vmfb(staged.bytecode(), "llvm-cpu",
+                            extra_flags=tiling_flags(staged.text()), devices=len(devices))
+        self.module = runtime.load(vmfb, devices=devices)
+        self.function = self.module[staged.name]
+
+    def __call__(self, leaves: Sequence[Any], axes: Sequence[Optional[int]]) -> list:
+        hosts = [_host(leaf, aval) for leaf, aval in zip(leaves, self.shard_avals)]
+        inputs = [h if a is None else np.take(h, k, axis=a)
+                  for k in range(len(self.devices)) for h, a in zip(hosts, axes)]
+        outs = self.function(*inputs)
+        return list(outs) if isinstance(outs, tuple) else [outs]
+
+
+def _host(leaf: Any, aval: ShapedArray) -> np.ndarray:
+    value = getattr(leaf, "_value", None)
+    return value if isinstance(value, np.ndarray) and value.dtype == aval.dtype else \
+        np.asarray(leaf, dtype=aval.dtype)
+
+
+def _shard_aval(leaf: Any, axis: Optional[int]) -> ShapedArray:
+    aval = abstractify(leaf)
+    if axis is None:
+        return aval
+    shape = aval.shape[:axis] + aval.shape[axis + 1:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def _per_shard_fun(pm: Pmapped, tree: Any, statics: dict,
+                   out_box: list) -> Callable[..., list]:
+    from transpiler.transforms.autograph_runtime import convert_for_jit
+
+    def flat_fun(*values: Any) -> list:
+        dynamic, kwargs = tree_util.tree_unflatten(tree, list(values))
+        it = iter(dynamic)
+        count = len(dynamic) + len(statics)
+        args = [statics[i] if i in statics else next(it) for i in range(count)]
+        out = convert_for_jit(pm.fun)(*args, **kwargs)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.append(out_tree)
+        return leaves
+    return flat_fun
+
+
+def _specialize(pm: Pmapped, args: tuple, kwargs: dict) -> tuple:
+    leaves, axes, tree, statics, size = pm.split(args, kwargs)
+    # The collectives strategy exports for other machines: it needs no device here.
+    devices = pm.devices_for(size) if pm.strategy != "collectives" else []
+    shard_avals = [_shard_aval(leaf, a) for leaf, a in zip(leaves, axes)]
+    return leaves, axes, tree, statics, size, devices, shard_avals
+
+
+def call_on_devices(pm: Pmapped, args: tuple, kwargs: dict) -> Any:
+    from transpiler.sharding.multi_device import trace_devices
+    leaves, axes, tree, statics, size, devices, shard_avals = _specialize(pm, args, kwargs)
+    key = (tree, tuple(shard_avals), tuple(axes), tuple(sorted(statics.items())),
+           tuple(devices))
+    executable = pm._compiled.get(key)
+    if executable is None:
+        out_box: list = []
+        staged = trace_devices(_per_shard_fun(pm, tree, statics, out_box), shard_avals, size,
+                               pm.axis_name, name=_symbol(pm.fname))
+        executable = pm._compiled[key] = DevicesExecutable(staged, devices, out_box[0],
+                                                           shard_avals)
+    outs = executable(leaves, axes)
+    avals = executable.staged.out_avals
+    count = len(avals)
+    out_axes = _out_axes(pm, executable.out_tree, avals)
+    values = [sharded_value([outs[k * count + j] for k in range(size)], aval, axis)
+              for j, (aval, axis) in enumerate(zip(avals, out_axes))]
+    return tree_util.tree_unflatten(executable.out_tree, values)
+
+
+def _out_axes(pm: Pmapped, out_tree: Any, avals: list[ShapedArray]) -> list[Optional[int]]:
+    template = tree_util.tree_unflatten(out_tree, list(range(len(avals))))
+    pairs = _leaf_axes(pm.out_axes, template, "the output", pm.fname)
+    axes: list[Optional[int]] = [None] * len(avals)
+    for index, axis in pairs:
+        if axis is not None:
+            ndim = avals[index].ndim + 1
+            if not -ndim <= axis < ndim:
+                raise TranspileError(f"pmap({pm.fname}): out_axes {axis} is out of range for "
+                                     f"output {index} (rank {ndim} with the mapped axis)",
+                                     user_location())
+            axis %= ndim
+        axes[index] = axis
+    return axes
+
+
+def _symbol(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"f_{cleaned}"
+
+
+class LoweredShards:
+    """``pmap(f).lower(*args)``: the staged per-shard program of one specialization."""
+
+    def __init__(self, staged: StagedModule, strategy: str, size: int) -> None:
+        self.staged, self.strategy, self.size = staged, strategy, size
+
+    def as_text(self, stage: str = "stablehlo", debug_info: bool = False) -> str:
+        """MLIR text at `stage` (``stablehlo``, or IREE's ``linalg``/``flow`` for the devices
+        strategy's module)."""
+        if stage == "stablehlo":
+            return self.staged.text(debug_info)
+        if self.strategy == "collectives":
+            raise ValueError("the collectives strategy's module is StableHLO for XLA/PJRT; "
+                             "IREE's CPU pipeline has no collectives to lower it with")
+        return lower_to_stage(self.staged.bytecode(), stage)
+
+
+def lower(pm: Pmapped, args: tuple, kwargs: dict) -> LoweredShards:
+    leaves, axes, tree, statics, size, devices, shard_avals = _specialize(pm, args, kwargs)
+    flat_fun = _per_shard_fun(pm, tree, statics, [])
+    name = _symbol(pm.fname)
+    if pm.strategy == "collectives":
+        from transpiler.sharding.native import NativeAxis, trace_spmd
+        staged = trace_spmd(flat_fun, shard_avals, NativeAxis(pm.axis_name, size), name=name)
+        return LoweredShards(staged, "collectives", size)
+    from transpiler.sharding.multi_device import trace_devices
+    return LoweredShards(trace_devices(flat_fun, shard_avals, size, pm.axis_name, name=name),
+                         "devices", size)
