@@ -6,6 +6,7 @@ device applies the same update, so the parameters stay identical on all of them.
 is checked against the same training on one device (the whole batch, no pmap).
 
     python examples/data_parallel.py          # TRANSPILER_CPU_DEVICES=<n> for n devices
+    transpiler build examples/data_parallel.py -o build/ --target llvm-cpu,stablehlo
 """
 
 import numpy as np
@@ -40,6 +41,19 @@ def shard_step(params, x, labels):
 
 parallel_step = jax.pmap(shard_step, axis_name="devices", in_axes=(None, 0, 0),
                          out_axes=(None, None))
+
+
+def _sgd_shard_step(w1: "f32[784,128]", b1: "f32[128]", w2: "f32[128,10]", b2: "f32[10]",
+                    x: "f32[2,64,784]", labels: "f32[2,64,10]"):
+    """`shard_step` with flat arguments, for `transpiler build examples/data_parallel.py`
+    (the annotations are the whole arrays: x and labels hold one shard per device)."""
+    return shard_step((w1, b1, w2, b2), x, labels)
+
+
+# Built ahead of time: the multi-device module for llvm-cpu, per-replica StableHLO with
+# native collectives for stablehlo (XLA/PJRT) and cuda/rocm.
+sgd_step = jax.pmap(_sgd_shard_step, axis_name="devices", in_axes=(None,) * 4 + (0, 0),
+                    out_axes=None)
 
 
 @jax.jit

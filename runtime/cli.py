@@ -106,8 +106,19 @@ class Built:
             raise CliError(f"{path}: its hash does not match the manifest (a corrupt or "
                            "foreign file); rebuild it")
         import runtime
+        # A pmap's multi-device module (llvm-cpu, vulkan-spirv): shard k on device k.
+        self.pmap = entry.get("pmap") if target in ("llvm-cpu", "vulkan-spirv") else None
         try:
-            module = runtime.load(data, device)
+            if self.pmap is not None:  # a multi-device module: shard k on device k
+                shards = self.pmap["shards"]
+                available = runtime.devices(device)
+                if len(available) < shards:
+                    raise CliError(f"{name} runs on {shards} {device} devices, but "
+                                   f"{len(available)} exist; set TRANSPILER_CPU_DEVICES="
+                                   f"{shards}")
+                module = runtime.load(data, devices=available[:shards])
+            else:
+                module = runtime.load(data, device)
         except ValueError as err:
             raise CliError(f"{path}: {err}") from None
         self.name, self.entry, self.function = name, entry, module[entry["entry"]]
@@ -126,8 +137,25 @@ class Built:
                                f"{_spec(*want)}")
 
     def __call__(self, *values: Any) -> list:
+        if self.pmap is not None:
+            return self._sharded(values)
         outputs = self.function(*values)
         return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+    def _sharded(self, values: Sequence[Any]) -> list:
+        """A pmap's module: shard k of each mapped input (a copy of each replicated one)
+        in, each output's shards stacked along its out axis (shard 0's where None)."""
+        import numpy as np
+        pmap: dict = self.pmap or {}
+        shards, in_axes = pmap["shards"], pmap["in_axes"]
+        inputs = [v if a is None else np.take(v, k, axis=a)
+                  for k in range(shards) for v, a in zip(values, in_axes)]
+        outs = self.function(*inputs)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        count = len(pmap["out_axes"])
+        return [np.asarray(outs[j]) if axis is None else
+                np.stack([np.asarray(outs[k * count + j]) for k in range(shards)], axis=axis)
+                for j, axis in enumerate(pmap["out_axes"])]
 
 
 _BUILT: dict[tuple, Built] = {}

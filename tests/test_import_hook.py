@@ -23,6 +23,7 @@ def loss(w, x):
 grad_loss = jax.grad(loss)
 batched_loss = jax.vmap(loss, in_axes=(None, 0))
 jacobian = jax.jacfwd(loss)
+parallel_grad = jax.pmap(jax.grad(loss), in_axes=(None, 0))
 
 
 @jax.jit
@@ -38,6 +39,7 @@ print("libcst" in sys.modules)
 w, x = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32)
 print(float(np.asarray(m.grad_loss(w, x)).sum()))
 print(float(np.asarray(m.batched_loss(w, np.stack([x, 2 * x]))).sum()))
+print(float(np.asarray(m.parallel_grad(w, np.stack([x, 2 * x]))).sum()))
 '''
 
 

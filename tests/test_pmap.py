@@ -132,6 +132,10 @@ def test_pmap_vmap_jit_grad():
     _close(f(w, x), want, tol=1e-4)
 
 
+def test_one_shard():
+    _close(_both(lambda x: lax.psum(x, "i") * 2, X[:1], axis_name="i"), 2 * X[:1])
+
+
 def test_jit_and_grad_of_pmap():
     f = jax.pmap(lambda x: jnp.sum(lax.psum(x ** 2, "i")), axis_name="i")
     _close(jax.jit(f)(X), np.full(N, (X ** 2).sum()), tol=1e-4)
@@ -154,7 +158,8 @@ def test_source_shows_the_per_shard_function():
         return params - 0.1 * lax.pmean(g, axis_name="batch")
     text = jax.pmap(step, axis_name="batch", in_axes=(None, 0)).source
     assert "# sharded: x (axis 0); replicated on every shard: params" in text
-    assert "lax.pmean (line 3)" in text and "def step(params, x):" in text
+    line = step.__code__.co_firstlineno + 2
+    assert f"lax.pmean (test_pmap.py:{line})" in text and "def step(params, x):" in text
     assert "vjp__loss" in jax.pmap(jax.grad(_loss), in_axes=(None, 0)).source
 
 

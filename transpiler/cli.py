@@ -119,7 +119,8 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
         from transpiler.primitives.core import abstractify
         return [(abstractify(a).dtype.name, tuple(abstractify(a).shape)) for a in examples]
     from transpiler.transforms.api import _target
-    target = _target(getattr(fn, "_fun", fn))
+    from transpiler.transforms.vmap_api import Vmapped
+    target = fn.fun if isinstance(fn, Vmapped) else _target(getattr(fn, "_fun", fn))
     try:
         params = list(inspect.signature(target).parameters.values())
     except (TypeError, ValueError):
@@ -261,8 +262,8 @@ def _python_module(path: Path, chosen: dict, manifest: dict) -> str:
              "", "from runtime.cli import call_built", ""]
     for fname, entry in manifest["functions"].items():
         fn = chosen[fname][0]
-        source = getattr(fn, "source", None) if not hasattr(fn, "lower") else \
-            getattr(getattr(fn, "_fun", None), "source", None)
+        source = getattr(fn, "source", None) if not hasattr(fn, "_fun") else \
+            getattr(fn._fun, "source", None)  # jit(f): the code of f, when transformed
         lines.append("")
         if isinstance(source, str):
             lines += ["# " + line if line else "#" for line in source.rstrip().split("\n")]
@@ -281,21 +282,54 @@ def _lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[
     """Trace each function once (tracing is not thread-safe): its .mlir, its manifest
     entry, and the compile jobs; a function that fails to trace fails all its targets."""
     from transpiler.compiler import write_atomic
+    from transpiler.sharding.pmap_api import Pmapped
     jobs, failures = [], []
     for fname, (fn, specs) in chosen.items():
         try:
-            low = _jitted(fn).lower(*_examples(specs))
-            write_atomic(out / f"{fname}.mlir", low.as_text().encode())
+            if isinstance(fn, Pmapped):
+                lows, entry = _lower_pmap(fn, specs, targets)
+            else:
+                low = _jitted(fn).lower(*_examples(specs))
+                lows = {t: low for t in targets}
+                entry = {"outputs": _specs(low.out_avals)}
+            portable = lows.get("stablehlo", next(iter(lows.values())))
+            write_atomic(out / f"{fname}.mlir", portable.as_text().encode())
         except Exception as err:
             failures += [(fname, t, _first_line(err)) for t in targets]
             continue
         manifest["functions"][fname] = {
-            "entry": low.staged.name,
-            "inputs": [{"dtype": d, "shape": list(s)} for d, s in specs],
-            "outputs": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in low.out_avals],
+            "entry": portable.staged.name,
+            "inputs": [{"dtype": d, "shape": list(s)} for d, s in specs], **entry,
             "artifacts": {}}
-        jobs += [(fname, t, low) for t in targets]
+        jobs += [(fname, t, lows[t]) for t in targets]
     return jobs, failures
+
+
+def _specs(avals: Any) -> list[dict]:
+    return [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in avals]
+
+
+def _lower_pmap(fn: Any, specs: list, targets: list) -> tuple[dict, dict]:
+    """A pmap's programs: the multi-device module for llvm-cpu (run here, the shards on
+    the CPU devices), the per-replica StableHLO with native collectives for the rest
+    (``stablehlo`` for XLA/PJRT; IREE's GPU targets run it with NCCL/RCCL channels)."""
+    from transpiler.compiler import MULTI_DEVICE_KINDS
+    examples = _examples(specs)
+    replicas = fn.export(*examples)
+    local = [t for t in targets if t in MULTI_DEVICE_KINDS]
+    devices = fn.lower(*examples) if local and fn.strategy != "collectives" else None
+    lows = {t: devices if t in local and devices is not None else replicas for t in targets}
+    outputs = []
+    for aval, axis in zip(replicas.out_avals, replicas.out_axes):
+        shape = list(aval.shape)
+        if axis is not None:
+            shape.insert(axis, replicas.size)
+        outputs.append({"dtype": aval.dtype.name, "shape": shape})
+    entry = {"outputs": outputs,
+             "pmap": {"axis_name": str(fn.axis_name), "shards": replicas.size,
+                      "in_axes": replicas.in_axes, "out_axes": replicas.out_axes,
+                      "replica_outputs": _specs(replicas.out_avals)}}
+    return lows, entry
 
 
 def _param_names(fn: Any, count: int) -> list[str]:
@@ -316,7 +350,16 @@ def _first_line(err: BaseException) -> str:
 def _compile(lowered: Any, target: str, cpu: str) -> bytes:
     from transpiler.compiler import compile_vmfb, tiling_flags
     extra = tiling_flags(lowered.staged.text()) if target == "llvm-cpu" else []
-    return compile_vmfb(lowered.staged.bytecode(), target, cpu=cpu, extra_flags=extra)
+    if getattr(lowered, "strategy", None) == "collectives" and target == "llvm-cpu":
+        raise CliError("a pmap with native collectives cannot run on IREE's CPU devices "
+                       "(they have no collective channels); build it for llvm-cpu with "
+                       "pmap's default strategy, or for stablehlo/cuda/rocm")
+    if getattr(lowered, "strategy", None) == "collectives" and target == "vulkan-spirv":
+        raise CliError("IREE's Vulkan runtime has no collective channels: build this pmap "
+                       "for vulkan-spirv with pmap's default strategy")
+    devices = lowered.size if getattr(lowered, "strategy", None) == "devices" else 0
+    return compile_vmfb(lowered.staged.bytecode(), target, cpu=cpu, extra_flags=extra,
+                        devices=devices)
 
 
 def _annotated(module: Any) -> dict[str, tuple[Any, list]]:

@@ -2,13 +2,13 @@
 
 Modules of the opted-in packages are rewritten when they are imported, not at first call:
 once a module has run, each ``grad``/``value_and_grad``, ``jacfwd``/``jacrev`` and
-``vmap`` (also under ``jit``) it defines at module level over its own functions has its
-``vjp_<name>`` / ``jvp_<name>`` / ``vmap_<name>`` generated right away, and each ``jit`` its
-control-flow conversion. (`hessian`, and the library callees of vmap code, are generated
-at first call.) Generated code is kept next to the
-source in ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what
-their names refer to, so it is reused while the source is unchanged: a second import
-loads it without importing libcst. A module whose generation fails raises the
+``vmap`` (also under ``jit`` or ``pmap``) it defines at module level over its own functions
+has its ``vjp_<name>`` / ``jvp_<name>`` / ``vmap_<name>`` generated right away, and each
+``jit`` and ``pmap`` its control-flow conversion. (`hessian`, and the library callees of
+vmap code, are generated at first call.) Generated code is kept next to the source in
+``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what their names
+refer to, so it is reused while the source is unchanged: a second import loads it without
+importing libcst. A module whose generation fails raises the
 TranspileError at the user's line during the import.
 """
 
@@ -145,3 +145,10 @@ def _generate(value: Any, module_name: str) -> None:
             value.in_axes, is_leaf=lambda a: a is None))
         if getattr(target, "__module__", None) == module_name and mapped:
             value.source  # noqa: B018 (generates it)
+    elif type(value).__name__ == "Pmapped":  # what its devices strategy traces per shard
+        from transpiler.transforms.autograph_runtime import convert_for_jit
+        fun = value.fun
+        if getattr(fun, "__module__", None) == module_name:
+            convert_for_jit(fun)  # its control flow converted, as jit's
+        else:
+            _generate(fun, module_name)  # pmap(grad(f)), pmap(vmap(f)): the inner code

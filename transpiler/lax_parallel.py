@@ -155,6 +155,10 @@ class SpmdAxis:
     def psum(self, x: Any) -> Any:
         raise NotImplementedError
 
+    def psum_leaves(self, leaves: list) -> list:
+        """``psum`` of several leaves at once (a strategy may combine their transfers)."""
+        return [self.psum(x) for x in leaves]
+
     def pmax(self, x: Any) -> Any:
         raise NotImplementedError
 
@@ -207,7 +211,8 @@ def psum(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "psum", axis_index_groups)
     if spmd is not None:
-        return tree_util.tree_map(lambda leaf: spmd.psum(jnp.asarray(leaf)), x)
+        leaves, tree = tree_util.tree_flatten(x)
+        return tree_util.tree_unflatten(tree, spmd.psum_leaves([jnp.asarray(v) for v in leaves]))
     axes = resolve(axis_name, "psum", axis_index_groups)
     if not axes:
         return x
@@ -220,8 +225,9 @@ def pmean(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "pmean", axis_index_groups)
     if spmd is not None:
-        return tree_util.tree_map(
-            lambda leaf: jnp.true_divide(spmd.psum(jnp.asarray(leaf)), spmd.size), x)
+        leaves, tree = tree_util.tree_flatten(x)
+        sums = spmd.psum_leaves([jnp.asarray(v) for v in leaves])
+        return tree_util.tree_unflatten(tree, [jnp.true_divide(v, spmd.size) for v in sums])
     axes = resolve(axis_name, "pmean", axis_index_groups)
     if not axes:
         return x

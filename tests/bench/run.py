@@ -180,6 +180,8 @@ def main() -> None:
     control_flow.main()
     import vmap  # tests/bench/vmap.py: per-example gradients, jit(vmap(grad(loss)))
     vmap.main()
+    import pmap  # tests/bench/pmap.py: a data-parallel MLP step on 2 CPU devices
+    pmap.main()
 
 
 if __name__ == "__main__":

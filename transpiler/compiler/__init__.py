@@ -177,18 +177,26 @@ def tiling_flags(module_text: str) -> list[str]:
 def device_flags(tgt: Target, devices: int) -> list[str]:
     """A module placed on `devices` devices of the target (its ``@dev0``, ``@dev1``...,
     pmap's multi-device strategy): one ``--iree-hal-target-device`` each."""
-    if devices <= 1:
+    if devices <= 0:
         return []
-    if tgt.backend != "llvm-cpu":
-        raise ValueError(f"multi-device modules are built for llvm-cpu here, not {tgt.name}")
-    return [f"--iree-hal-target-device=dev{i}=local[{i}]" for i in range(devices)] + \
-        ["--iree-hal-local-target-device-backends=llvm-cpu"]
+    kind = MULTI_DEVICE_KINDS.get(tgt.backend)
+    if kind is None:
+        raise ValueError(f"multi-device modules are built for {', '.join(MULTI_DEVICE_KINDS)}"
+                         f", not {tgt.name}")
+    flags = [f"--iree-hal-target-device=dev{i}={kind}[{i}]" for i in range(devices)]
+    if kind == "local":
+        flags.append("--iree-hal-local-target-device-backends=llvm-cpu")
+    return flags
+
+
+# The IREE device of each backend that multi-device modules (pmap's devices strategy) use.
+MULTI_DEVICE_KINDS = {"llvm-cpu": "local", "vulkan-spirv": "vulkan"}
 
 
 def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "host",
-                 extra_flags: Sequence[str] = (), devices: int = 1) -> bytes:
-    """StableHLO bytecode -> .vmfb bytes, through the disk cache. With ``devices > 1`` the
-    module's values are placed on that many devices by their affinities."""
+                 extra_flags: Sequence[str] = (), devices: int = 0) -> bytes:
+    """StableHLO bytecode -> .vmfb bytes, through the disk cache. With ``devices`` (a
+    module whose values carry device affinities ``@dev0``...) it is built for that many."""
     tgt = target(target_name)
     flags = compile_flags(tgt, cpu) + list(extra_flags) + device_flags(tgt, devices)
     key = cache_key(bytecode, tgt, flags, cpu)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import ChainMap
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
 from iree.compiler import ir
 
 from transpiler import tree_util
@@ -84,6 +85,11 @@ class ShardTrace:
     def emit(self, prim: core.Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
         if not any(type(a) is Sharded for a in args):
+            # Computed from constants alone: no device owns it. It is computed once and
+            # moved to each shard that uses it (`on`). (Folding such values into constants
+            # instead saved two transfers a step, but IREE 3.13 then computed a wrong
+            # psum_scatter in a module that also gathers and permutes: unplaced constants
+            # next to cross-device transfers are not reliable there.)
             return self.base.emit(prim, args, avals, out_aval, params)
         outs = [self.base.emit(prim, [self.on(k, a) for a in args], avals, out_aval, params)
                 for k in range(self.size)]
@@ -196,6 +202,27 @@ class DeviceAxis(SpmdAxis):
         import transpiler.numpy as jnp
         return self._combine(x, "psum", jnp.add)
 
+    def psum_leaves(self, leaves: list) -> list:
+        """The leaves of each dtype summed as one flat array: one transfer per pair of
+        devices instead of one per leaf."""
+        import transpiler.numpy as jnp
+        out: list = list(leaves)
+        groups: dict[Any, list[int]] = {}
+        for i, leaf in enumerate(leaves):
+            groups.setdefault(core.abstractify(leaf).dtype, []).append(i)
+        for members in groups.values():
+            if len(members) == 1:
+                out[members[0]] = self.psum(leaves[members[0]])
+                continue
+            flat = jnp.concatenate([jnp.reshape(leaves[i], (-1,)) for i in members])
+            total, start = self.psum(flat), 0
+            for i in members:
+                shape = core.abstractify(leaves[i]).shape
+                size = int(np.prod(shape))
+                out[i] = jnp.reshape(total[start:start + size], shape)
+                start += size
+        return out
+
     def pmax(self, x: Any) -> Any:
         import transpiler.numpy as jnp
         return self._combine(x, "pmax", jnp.maximum)
@@ -247,7 +274,6 @@ class DeviceAxis(SpmdAxis):
         return Sharded(self.shards, outs, outs[0].aval)
 
     def axis_index(self) -> Any:
-        import numpy as np
         aval = ShapedArray((), np.dtype(np.int32))
         base = self.shards.base
         outs = [Tracer(base, base.operand(np.int32(k), aval), aval) for k in range(self.size)]
@@ -283,9 +309,9 @@ def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Sha
             SPMD.pop()
             core.trace_stack.pop()
         out_avals = [core.abstractify(o, i, "pmap output") for i, o in enumerate(outputs)]
+        values = [[_placed(shards, k, o, a) for o, a in zip(outputs, out_avals)]
+                  for k in range(size)]
         with ir.InsertionPoint(block):
-            values = [[base.operand(shards.on(k, o), a) for o, a in zip(outputs, out_avals)]
-                      for k in range(size)]
             results = [v for row in values for v in row]
             ir.Operation.create("func.return", operands=results)
         func.attributes["function_type"] = ir.TypeAttr.get(
@@ -294,6 +320,16 @@ def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Sha
         func.attributes["res_attrs"] = _placements(size, len(out_avals))
         _verify(module)
     return StagedModule(module, context, out_avals, name)
+
+
+def _placed(shards: ShardTrace, device: int, output: Any, aval: ShapedArray) -> ir.Value:
+    """Shard `device`'s output as a value placed on that device (a constant output is
+    moved there too: every result of the module has a device)."""
+    value = shards.on(device, output)
+    if not isinstance(value, Tracer):
+        base = shards.base
+        value = transfer(Tracer(base, base.operand(value, aval), aval), device)
+    return value.value
 
 
 def _placements(size: int, per_shard: int) -> ir.ArrayAttr:

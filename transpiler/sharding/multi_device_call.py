@@ -26,15 +26,18 @@ class DevicesExecutable:
 
     def __init__(self, staged: StagedModule, devices: list[runtime.Device], out_tree: Any,
                  shard_avals: list[ShapedArray]) -> None:
-        if any(d.platform != "cpu" for d in devices):
-            raise TranspileError("pmap's devices strategy builds for CPU devices here; "
-                                 f"got {devices}", user_location(),
-                                 "use strategy='emulated', or 'collectives' to export "
-                                 "StableHLO for GPU/TPU runtimes")
+        kinds = {d.kind for d in devices}
+        target = "llvm-cpu" if all(d.platform == "cpu" for d in devices) else \
+            "vulkan-spirv" if kinds == {"vulkan"} else None
+        if target is None:
+            raise TranspileError(f"pmap's devices strategy runs on CPU or Vulkan devices; got "
+                                 f"{devices}", user_location(),
+                                 "use strategy='emulated', or export StableHLO with native "
+                                 "collectives (pmap(f).export(...)) for CUDA/ROCm/TPU runtimes")
         self.staged, self.devices, self.out_tree = staged, devices, out_tree
         self.shard_avals = shard_avals
-        vmfb = compile_vmfb(staged.bytecode(), "llvm-cpu",
-                            extra_flags=tiling_flags(staged.text()), devices=len(devices))
+        extra = tiling_flags(staged.text()) if target == "llvm-cpu" else []
+        vmfb = compile_vmfb(staged.bytecode(), target, extra_flags=extra, devices=len(devices))
         self.module = runtime.load(vmfb, devices=devices)
         self.function = self.module[staged.name]
 
@@ -76,10 +79,10 @@ def _per_shard_fun(pm: Pmapped, tree: Any, statics: dict,
     return flat_fun
 
 
-def _specialize(pm: Pmapped, args: tuple, kwargs: dict) -> tuple:
+def _specialize(pm: Pmapped, args: tuple, kwargs: dict, check_devices: bool = True) -> tuple:
     leaves, axes, tree, statics, size = pm.split(args, kwargs)
     # The collectives strategy exports for other machines: it needs no device here.
-    devices = pm.devices_for(size) if pm.strategy != "collectives" else []
+    devices = pm.devices_for(size) if check_devices else []
     shard_avals = [_shard_aval(leaf, a) for leaf, a in zip(leaves, axes)]
     return leaves, axes, tree, statics, size, devices, shard_avals
 
@@ -131,6 +134,13 @@ class LoweredShards:
 
     def __init__(self, staged: StagedModule, strategy: str, size: int) -> None:
         self.staged, self.strategy, self.size = staged, strategy, size
+        self.in_axes: list[Optional[int]] = []  # each flat argument's mapped axis
+        self.out_axes: list[Optional[int]] = []  # each flat output's
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        """One shard's outputs."""
+        return self.staged.out_avals
 
     def as_text(self, stage: str = "stablehlo", debug_info: bool = False) -> str:
         """MLIR text at `stage` (``stablehlo``, or IREE's ``linalg``/``flow`` for the devices
@@ -143,11 +153,24 @@ class LoweredShards:
         return lower_to_stage(self.staged.bytecode(), stage)
 
 
-def lower(pm: Pmapped, args: tuple, kwargs: dict) -> LoweredShards:
-    leaves, axes, tree, statics, size, devices, shard_avals = _specialize(pm, args, kwargs)
-    flat_fun = _per_shard_fun(pm, tree, statics, [])
-    name = _symbol(pm.fname)
-    if pm.strategy == "collectives":
+def lower(pm: Pmapped, args: tuple, kwargs: dict,
+          strategy: Optional[str] = None) -> LoweredShards:
+    """The per-shard program of `strategy` (pmap's own by default)."""
+    strategy = strategy or pm.strategy
+    leaves, axes, tree, statics, size, devices, shard_avals = _specialize(
+        pm, args, kwargs, check_devices=strategy != "collectives")
+    out_box: list = []
+    flat_fun = _per_shard_fun(pm, tree, statics, out_box)
+    # `main`, as jit(f).lower names it (and as XLA/PJRT requires of a module's entry).
+    lowered = _lower(pm, flat_fun, shard_avals, size, "main", strategy)
+    lowered.out_axes = _out_axes(pm, out_box[0], lowered.staged.out_avals)
+    lowered.in_axes = list(axes)
+    return lowered
+
+
+def _lower(pm: Pmapped, flat_fun: Callable, shard_avals: list, size: int, name: str,
+           strategy: Optional[str]) -> LoweredShards:
+    if strategy == "collectives":
         from transpiler.sharding.native import NativeAxis, trace_spmd
         staged = trace_spmd(flat_fun, shard_avals, NativeAxis(pm.axis_name, size), name=name)
         return LoweredShards(staged, "collectives", size)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import textwrap
 from typing import Any
 
@@ -21,14 +22,17 @@ def per_shard_source(pm: Any) -> str:
     target = _target(fun)
     if not isinstance(body, str):
         body = getattr(convert_for_jit(fun), "source", None)
+    where = None  # the user's file and the line the shown code starts at
     if not isinstance(body, str):
-        body = textwrap.dedent(inspect.getsource(target))
-        body = "\n".join(line for line in body.splitlines()
-                         if not line.lstrip().startswith("@"))
-    return "\n".join(_header(pm, target, body)) + "\n" + body.rstrip() + "\n"
+        lines, first = inspect.getsourcelines(target)
+        decorators = next(i for i, line in enumerate(lines)
+                          if not line.lstrip().startswith("@"))
+        body = textwrap.dedent("".join(lines[decorators:]))
+        where = (inspect.getsourcefile(target) or "?", first + decorators)
+    return "\n".join(_header(pm, target, body, where)) + "\n" + body.rstrip() + "\n"
 
 
-def _header(pm: Any, target: Any, body: str) -> list[str]:
+def _header(pm: Any, target: Any, body: str, where: Any) -> list[str]:
     try:
         params = [p.name for p in inspect.signature(target).parameters.values()]
     except (TypeError, ValueError):
@@ -57,8 +61,10 @@ def _header(pm: Any, target: Any, body: str) -> list[str]:
                                                       if static else "")]
     found = _collectives(body)
     if found:
+        at = (lambda line: f"{os.path.basename(where[0])}:{where[1] + line - 1}") if where \
+            else (lambda line: f"line {line}")
         lines.append("# collectives across the shards: " +
-                     ", ".join(f"{name} (line {line})" for name, line in found))
+                     ", ".join(f"{name} ({at(line)})" for name, line in found))
     lines.append(f"# strategy {strategy}: {how}")
     return lines
 

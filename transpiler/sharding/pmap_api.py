@@ -151,6 +151,12 @@ class Pmapped(Vmapped):
         from transpiler.sharding.multi_device_call import lower
         return lower(self, args, kwargs)
 
+    def export(self, *args: Any, **kwargs: Any) -> Any:
+        """The per-replica StableHLO program (native collectives) for these arguments,
+        whatever the strategy: ``pmap(f).export(*args).as_text()`` for XLA/PJRT."""
+        from transpiler.sharding.multi_device_call import lower
+        return lower(self, args, kwargs, strategy="collectives")
+
 
 def _arg_names(fun: Callable, count: int, statics: dict) -> list[str]:
     from transpiler.transforms.vmap_api import _arg_names as names
@@ -223,8 +229,8 @@ def _positional_count(fun: Callable) -> Optional[int]:
 def sharded_value(parts: Sequence[Any], aval: ShapedArray, axis: Optional[int]) -> Any:
     """The shards' outputs as one array: stacked along `axis` (shard 0's when None)."""
     from transpiler.array import Array
+    if axis is None:  # the same on every shard (out_axes None): shard 0's
+        return Array._new(np.array(parts[0]), aval)
     values = [np.asarray(p) for p in parts]
-    if axis is None:
-        return Array._new(np.array(values[0]), aval)
     stacked = np.stack(values, axis=axis)
     return Array._new(stacked, ShapedArray(stacked.shape, aval.dtype, aval.weak_type))
