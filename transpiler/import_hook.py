@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.abc
+import inspect
 import importlib.machinery
 import sys
 from pathlib import Path
@@ -148,7 +149,7 @@ def _generate(value: Any, module_name: str) -> None:
     elif type(value).__name__ == "Pmapped":  # what its devices strategy traces per shard
         from transpiler.transforms.autograph_runtime import convert_for_jit
         fun = value.fun
-        if getattr(fun, "__module__", None) == module_name:
+        if inspect.isfunction(fun) and fun.__module__ == module_name:
             convert_for_jit(fun)  # its control flow converted, as jit's
         else:
             _generate(fun, module_name)  # pmap(grad(f)), pmap(vmap(f)): the inner code
