@@ -91,3 +91,13 @@ def test_decorators_rewrite_at_import_unless_turned_off(tmp_path):
     eager = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True,
                            text=True, timeout=300)  # the default: at the decorator
     assert eager.returncode != 0 and "flagged.py:5" in eager.stderr
+
+
+def test_hessian_is_generated_at_the_decorator(tmp_path):
+    (tmp_path / "hessmod.py").write_text(
+        "import transpiler as jax\n\ndef f(x):\n    class A: pass\n    return x\n\n"
+        "h = jax.hessian(f)\n")
+    base = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    result = subprocess.run([sys.executable, "-c", "import hessmod"], env=base,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "hessmod.py:4" in result.stderr

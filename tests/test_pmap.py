@@ -143,6 +143,18 @@ def test_jit_and_grad_of_pmap():
     _close(jax.grad(lambda x: jnp.sum(jax.pmap(jnp.sin)(x)))(X), np.cos(X), tol=1e-5)
 
 
+def test_data_parallel_shards_keep_identical_parameters():
+    def step(w, x):
+        g = lax.pmean(jax.grad(_loss)(w, x), "batch")
+        return w - 0.1 * g
+    w = M[0]
+    x = _rng.standard_normal((N, 6, 4)).astype(np.float32)
+    for _ in range(3):
+        shards = np.asarray(jax.pmap(step, "batch", in_axes=(None, 0))(w, x))
+        assert all(np.array_equal(shards[0], s) for s in shards[1:])  # bitwise
+        w = shards[0]
+
+
 def test_data_parallel_training_matches_one_device():
     sys.path.insert(0, str(ROOT / "examples"))
     try:

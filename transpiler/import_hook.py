@@ -4,8 +4,9 @@ Modules of the opted-in packages are rewritten when they are imported, not at fi
 once a module has run, each ``grad``/``value_and_grad``, ``jacfwd``/``jacrev`` and
 ``vmap`` (also under ``jit`` or ``pmap``) it defines at module level over its own functions
 has its ``vjp_<name>`` / ``jvp_<name>`` / ``vmap_<name>`` generated right away, and each
-``jit`` and ``pmap`` its control-flow conversion. (`hessian`, and the library callees of
-vmap code, are generated at first call.) Generated code is kept next to the source in
+``jit`` and ``pmap`` its control-flow conversion, each ``hessian`` its forward-over-reverse
+code. (The library callees of vmap code are generated at first call; a hessian's forward
+code, over generated code, is not kept on disk, so a new process generates it again.) Generated code is kept next to the source in
 ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what their names
 refer to, so it is reused while the source is unchanged: a second import loads it without
 importing libcst. A module whose generation fails raises the
@@ -131,15 +132,17 @@ def _generate(value: Any, module_name: str) -> None:
             value._traced_fun()  # its control flow converted (autograph_cache.py)
         else:
             _generate(inner, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
-    elif type(value).__name__ == "Jacobian" and value.kind in ("jacfwd", "jacrev") and \
+    elif type(value).__name__ == "Jacobian" and \
             getattr(value.fun, "__module__", None) == module_name:
         from transpiler.transforms.api import _active_names
         from transpiler.transforms.forward_api import jvp_function
         active = _active_names(value.fun, value.argnums)
         if value.kind == "jacrev":
             vjp_function(value.fun, active, value.has_aux)
-        else:
+        elif value.kind == "jacfwd":
             jvp_function(value.fun, active)
+        else:  # hessian: forward mode over the generated reverse code
+            value.source  # noqa: B018 (generates both)
     elif type(value).__name__ == "Vmapped":  # its first level of batched code
         target = getattr(value.fun, "_fun", value.fun)
         mapped = any(a is not None for a in tree_util.tree_leaves(

@@ -46,6 +46,18 @@ def emit(func: cst.FunctionDef, namespace: dict[str, Any],
     return fn
 
 
+def emit_text(source: str, func_name: str, namespace: dict[str, Any], *, transform: str,
+              name: str, file: str, line: int) -> Callable:
+    """`emit` for a small function written as text (a wrapper with no located statements):
+    the same file, without libcst (so a process that finds everything else on disk never
+    imports it)."""
+    from transpiler.codegen.disk_cache import portable_path
+    header = HEADER.format(transform=transform, name=name, file=portable_path(file), line=line)
+    fn = load_source(header + source, func_name, namespace, {})
+    fn.source_map = {}  # type: ignore[attr-defined]
+    return fn
+
+
 def render(module: cst.Module, nodes: Any) -> tuple[str, dict[Any, tuple[int, int]]]:
     """The code of `module`, and the first and last line of each of `nodes` in it.
 

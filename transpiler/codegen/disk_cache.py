@@ -88,17 +88,33 @@ PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # .../transpiler
 _PACKAGE_TAG = "<transpiler>"
 
 
+_GENERATED_TAG = "<generated>"
+
+
+def _generated_root() -> str:
+    return str(Path(config.cache_dir) / "generated")
+
+
 def portable_path(filename: str) -> str:
-    """`filename`, with the transpiler package's own directory as ``<transpiler>``: keys and
-    source maps of the library's functions are then the same in every installation."""
-    return _PACKAGE_TAG + filename[len(PACKAGE_ROOT):] if filename.startswith(PACKAGE_ROOT) \
-        else filename
+    """`filename`, with the transpiler package's own directory as ``<transpiler>`` and the
+    cache's folder of generated files (named by their content) as ``<generated>``: keys and
+    source maps are then the same in every installation and with every cache directory
+    (a wrapper generated over generated code keys the same in a fresh process)."""
+    if filename.startswith(PACKAGE_ROOT):
+        return _PACKAGE_TAG + filename[len(PACKAGE_ROOT):]
+    generated = _generated_root()
+    if filename.startswith(generated):
+        return _GENERATED_TAG + filename[len(generated):]
+    return filename
 
 
 def local_path(filename: str) -> str:
     """The inverse of `portable_path` in this installation."""
-    return PACKAGE_ROOT + filename[len(_PACKAGE_TAG):] if filename.startswith(_PACKAGE_TAG) \
-        else filename
+    if filename.startswith(_PACKAGE_TAG):
+        return PACKAGE_ROOT + filename[len(_PACKAGE_TAG):]
+    if filename.startswith(_GENERATED_TAG):
+        return _generated_root() + filename[len(_GENERATED_TAG):]
+    return filename
 
 
 def code_bytes(code: types.CodeType) -> bytes:

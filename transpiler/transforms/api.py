@@ -260,9 +260,7 @@ class Transformed:
 
 def _wrapper_function(t: Transformed) -> Callable:
     """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above)."""
-    import libcst as cst
-
-    from transpiler.codegen import emit
+    from transpiler.codegen import emit_text
     from transpiler.transforms import adjoint_helpers as ad
     fun = _target(t._original)
     params = _positional_names(fun)
@@ -281,12 +279,10 @@ def _wrapper_function(t: Transformed) -> Callable:
               f"    _out, _bars = {vjp_name}({', '.join(params)}, "
               f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"
               f"    return {result}\n")
-    func = cst.parse_module(source).body[0]
-    assert isinstance(func, cst.FunctionDef)
     namespace = {vjp_name: generated, "ad": ad, **{f"_default_{p}": v for p, v in defaults.items()}}
-    return emit(func, namespace, {}, transform=t._kind,
-                name=getattr(fun, "__name__", "f"), file=getattr(
-                    getattr(fun, "__code__", None), "co_filename", "?"), line=0)
+    return emit_text(source, name, namespace, transform=t._kind,
+                     name=getattr(fun, "__name__", "f"), file=getattr(
+                         getattr(fun, "__code__", None), "co_filename", "?"), line=0)
 
 
 def _active_names(fun: Callable, argnums: Union[int, Sequence[int]]) -> frozenset:

@@ -230,7 +230,8 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
 def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
             has_aux: bool = False) -> Jacobian:
     """``jax.hessian``: ``jacfwd(jacrev(f))``, forward over the generated reverse code."""
-    return Jacobian(fun, argnums, has_aux, "hessian")
+    from transpiler.import_hook import at_creation
+    return at_creation(Jacobian(fun, argnums, has_aux, "hessian"))
 
 
 def _check_inexact(args: Sequence[Any], nums: Sequence[int], kind: str) -> None:

@@ -82,18 +82,16 @@ class Vmapped:
         """As input to grad/jvp: ``def vmap_f(x, y): return _vmapped(x, y)``, whose call the
         AD transforms differentiate by the rules of vmap_ad.py."""
         if getattr(self, "_wrapper", None) is None:
-            import libcst as cst
-
-            from transpiler.codegen import emit
+            from transpiler.codegen import emit_text
             from transpiler.transforms.api import _target
             params = [p for p in _arg_names(self.fun, 64) if not p.isdigit()]
             name = f"vmap_{self.fname}".replace("<lambda>", "lambda")
             source = f"def {name}({', '.join(params)}):\n" \
                      f"    return _vmapped({', '.join(params)})\n"
-            func = cst.parse_module(source).body[0]
             code = getattr(_target(self.fun), "__code__", None)
-            self._wrapper = emit(func, {"_vmapped": self}, {}, transform="vmap",  # type: ignore
-                                 name=self.fname, file=getattr(code, "co_filename", "?"), line=0)
+            self._wrapper = emit_text(source, name, {"_vmapped": self}, transform="vmap",
+                                      name=self.fname, file=getattr(code, "co_filename", "?"),
+                                      line=0)
         return self._wrapper  # type: ignore
 
     @property
