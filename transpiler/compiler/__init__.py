@@ -186,6 +186,9 @@ def device_flags(tgt: Target, devices: int) -> list[str]:
     flags = [f"--iree-hal-target-device=dev{i}={kind}[{i}]" for i in range(devices)]
     if kind == "local":
         flags.append("--iree-hal-local-target-device-backends=llvm-cpu")
+    # Const-eval JITs hoisted constants for one device; with several, IREE 3.13 crashes in
+    # its device analysis (corpus programs `gather`, `at_update`).
+    flags.append("--iree-opt-const-eval=false")
     return flags
 
 

@@ -44,12 +44,7 @@ def trace_to_module(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[S
     with context, ir.Location.unknown():
         module = ir.Module.create()
         arg_types = [aval_type(a) for a in in_avals]
-        with ir.InsertionPoint(module.body):
-            func = ir.Operation.create("func.func", regions=1, attributes={
-                "sym_name": ir.StringAttr.get(name),
-                "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, [])),
-            })
-        block = func.regions[0].blocks.append(*arg_types)
+        func, block = new_function(module, name, arg_types)
         trace = Trace(block)
         tracers = [Tracer(trace, arg, aval) for arg, aval in zip(block.arguments, in_avals)]
         core.trace_stack.append(trace)
@@ -68,6 +63,17 @@ def trace_to_module(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[S
                                 [aval_type(t.aval) for t in kept]))
         _verify(module)
     return StagedModule(module, context, out_avals, name)
+
+
+def new_function(module: ir.Module, name: str, arg_types: list) -> tuple[ir.Operation, ir.Block]:
+    """An empty ``func.func @name`` in `module` (its results are set once traced), and its
+    entry block."""
+    with ir.InsertionPoint(module.body):
+        func = ir.Operation.create("func.func", regions=1, attributes={
+            "sym_name": ir.StringAttr.get(name),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, [])),
+        })
+    return func, func.regions[0].blocks.append(*arg_types)
 
 
 _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)')

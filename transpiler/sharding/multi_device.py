@@ -29,7 +29,7 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.lax_parallel import SPMD, SpmdAxis
 from transpiler.lowering.builder import aval_type
-from transpiler.lowering.trace import StagedModule, _verify
+from transpiler.lowering.trace import StagedModule, _verify, new_function
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
@@ -287,14 +287,8 @@ def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Sha
     context = ir.Context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        types = [aval_type(a) for a in in_avals]
-        arg_types = types * size
-        with ir.InsertionPoint(module.body):
-            func = ir.Operation.create("func.func", regions=1, attributes={
-                "sym_name": ir.StringAttr.get(name),
-                "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, [])),
-            })
-        block = func.regions[0].blocks.append(*arg_types)
+        arg_types = [aval_type(a) for a in in_avals] * size
+        func, block = new_function(module, name, arg_types)
         base = Trace(block)
         shards = ShardTrace(base, size)
         n = len(in_avals)
