@@ -143,13 +143,20 @@ class ShardTrace:
             _PROJECTION[0] = None
 
     def _zip(self, parts: Sequence[Any]) -> Any:
-        if all(p is parts[0] for p in parts) and not isinstance(parts[0], Tracer) or \
-                type(parts[0]) is Sharded and all(p is parts[0] for p in parts):
-            return parts[0]
-        if all(isinstance(p, Tracer) and type(p) is not Sharded for p in parts):
-            return Sharded(self, parts, parts[0].aval)
-        return Sharded(self, [self.on(k, p) for k, p in enumerate(parts)],
-                       core.abstractify(parts[0]))
+        """One output of the shards' copies of a construct, as one value."""
+        first = parts[0]
+        if all(p is first for p in parts) and (type(first) is Sharded or
+                                               not isinstance(first, Tracer)):
+            return first  # the same on every shard: a static value, or one passed through
+        aval = core.abstractify(first)
+        return Sharded(self, [self._own(k, p, aval) for k, p in enumerate(parts)], aval)
+
+    def _own(self, k: int, part: Any, aval: ShapedArray) -> Tracer:
+        if type(part) is Sharded:
+            return part.parts[k]
+        if isinstance(part, Tracer):
+            return part  # computed by shard k's copy, on device k
+        return self.moved(Tracer(self.base, self.base.operand(part, aval), aval), k)
 
 
 def device_attr(device: int) -> ir.Attribute:

@@ -50,8 +50,8 @@ class Pmapped(Vmapped):
             raise TranspileError(
                 f"pmap({self.fname}, strategy='collectives') builds a per-replica StableHLO "
                 "program for XLA/PJRT and IREE's GPU targets; it does not run here",
-                user_location(), "export it with pmap(f, strategy='collectives').lower(*args)"
-                ".as_text(), or call pmap with strategy='devices' or 'emulated'")
+                user_location(), "export it with pmap(f).export(*args).as_text(), or call "
+                "pmap with strategy='devices' or 'emulated'")
         from transpiler.sharding.multi_device_call import call_on_devices
         return call_on_devices(self, args, kwargs)
 
@@ -185,7 +185,7 @@ def pmap(fun: Optional[Callable] = None, axis_name: Any = None, *, in_axes: Any 
     """``jax.pmap``: `fun` run on shards of its mapped arguments, one per device, with the
     collectives over `axis_name` combining them. ``strategy`` (our extension) picks
     ``"devices"`` (the default: one multi-device IREE module), ``"emulated"`` (vmap on
-    one device) or ``"collectives"`` (per-replica StableHLO, exported with ``.lower``)."""
+    one device) or ``"collectives"`` (per-replica StableHLO: ``pmap(f).export(*args)``)."""
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                                  static_broadcasted_argnums=static_broadcasted_argnums,
