@@ -26,7 +26,7 @@ import numpy as np
 from iree.compiler import ir
 
 from transpiler import tree_util
-from transpiler.errors import TranspileError, user_location
+from transpiler.errors import TracerError, TranspileError, located, user_location
 from transpiler.lax_parallel import SPMD, SpmdAxis
 from transpiler.lowering.builder import aval_type
 from transpiler.lowering.trace import StagedModule, _verify, new_function
@@ -67,6 +67,11 @@ class Sharded(Tracer):
 
     def __repr__(self) -> str:
         return f"Sharded<{self.aval} x{len(self.parts)}>"
+
+    def _concrete(self, what: str, hint: str) -> TracerError:
+        error = located(TracerError, f"{what} on a traced value ({self.aval}) inside pmap",
+                        hint)
+        return error  # type: ignore[return-value]
 
 
 class ShardTrace:
