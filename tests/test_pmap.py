@@ -185,9 +185,11 @@ def test_collectives_strategy_exports_stablehlo():
 
 
 def test_devices_module_places_each_shard():
-    text = jax.pmap(lambda x: lax.psum(x, "i"), axis_name="i").lower(X).as_text()
+    lowered = jax.pmap(lambda x: lax.psum(x, "i"), axis_name="i").lower(X)
+    text = lowered.as_text()
     assert text.count("flow.tensor.transfer") == N * (N - 1)
     assert "#hal.device.promise<@dev1>" in text
+    assert "@dev1" in lowered.as_text("flow")  # IREE's stages of the multi-device module
 
 
 ERRORS = {

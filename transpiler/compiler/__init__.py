@@ -271,12 +271,14 @@ def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
 
 
 def lower_to_stage(bytecode: bytes, stage: str, target_name: str = "llvm-cpu",
-                   cpu: str = "host") -> str:
-    """The module as MLIR text after IREE's `stage` phase (``linalg`` is the input phase)."""
+                   cpu: str = "host", devices: int = 0) -> str:
+    """The module as MLIR text after IREE's `stage` phase (``linalg`` is the input phase);
+    `devices` as for `compile_vmfb`."""
     if stage not in STAGES or STAGES[stage] is None:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
     tgt = target(target_name)
-    flags = compile_flags(tgt, cpu) + [f"--compile-to={STAGES[stage]}"]
+    flags = compile_flags(tgt, cpu) + device_flags(tgt, devices) + \
+        [f"--compile-to={STAGES[stage]}"]
     return _invoke_compiler(bytecode, tgt, flags).decode()
 
 

@@ -150,7 +150,7 @@ class LoweredShards:
         if self.strategy == "collectives":
             raise ValueError("the collectives strategy's module is StableHLO for XLA/PJRT; "
                              "IREE's CPU pipeline has no collectives to lower it with")
-        return lower_to_stage(self.staged.bytecode(), stage)
+        return lower_to_stage(self.staged.bytecode(), stage, devices=self.size)
 
 
 def lower(pm: Pmapped, args: tuple, kwargs: dict,
