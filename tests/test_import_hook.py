@@ -24,6 +24,7 @@ grad_loss = jax.grad(loss)
 batched_loss = jax.vmap(loss, in_axes=(None, 0))
 jacobian = jax.jacfwd(loss)
 parallel_grad = jax.pmap(jax.grad(loss), in_axes=(None, 0))
+hess = jax.hessian(loss)
 
 
 @jax.jit
@@ -40,6 +41,7 @@ w, x = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32)
 print(float(np.asarray(m.grad_loss(w, x)).sum()))
 print(float(np.asarray(m.batched_loss(w, np.stack([x, 2 * x]))).sum()))
 print(float(np.asarray(m.parallel_grad(w, np.stack([x, 2 * x]))).sum()))
+print(float(np.asarray(m.hess(w, x)).sum()))
 '''
 
 

@@ -5,8 +5,7 @@ once a module has run, each ``grad``/``value_and_grad``, ``jacfwd``/``jacrev`` a
 ``vmap`` (also under ``jit`` or ``pmap``) it defines at module level over its own functions
 has its ``vjp_<name>`` / ``jvp_<name>`` / ``vmap_<name>`` generated right away, and each
 ``jit`` and ``pmap`` its control-flow conversion, each ``hessian`` its forward-over-reverse
-code. (The library callees of vmap code are generated at first call; a hessian's forward
-code, over generated code, is not kept on disk, so a new process generates it again.) Generated code is kept next to the source in
+code. (The library callees of vmap code are generated at first call.) Generated code is kept next to the source in
 ``__transpiler__/`` (like ``__pycache__``), keyed by the code objects and what their names
 refer to, so it is reused while the source is unchanged: a second import loads it without
 importing libcst. A module whose generation fails raises the

@@ -64,6 +64,7 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     disk_key = disk_cache.key(fn, active, has_aux)
     loaded = _load_cached(fn, disk_key) if disk_key else None
     if loaded is not None:
+        loaded[1].vjp_of = key  # type: ignore[attr-defined]
         _GENERATED[key] = loaded
         return loaded
     from transpiler.transforms.reverse_ad import ReverseAD
@@ -71,6 +72,9 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
     function = emit_generated(fn, parsed, generated, "reverse mode")
     function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
+    # What it is the code of: a record of code that calls it (forward mode over it, as
+    # in hessian) names that, since generated code cannot be imported back.
+    function.vjp_of = key  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
     _GENERATED[key] = result
     if disk_key:
@@ -117,10 +121,14 @@ def _store_cached(disk_key: str, fn: Callable, parsed: Any, generated: Any,
     from transpiler.codegen import disk_cache
     callees = {}
     for name, (callee, active) in generated.callees.items():
-        path = disk_cache.import_path(_target(callee))
+        target = _target(callee)
+        origin = getattr(target, "vjp_of", None)  # generated reverse-mode code: its function
+        path = disk_cache.import_path(origin[0] if origin else target)
         if path is None:
             return
         callees[name] = {"module": path[0], "qualname": path[1], "active": sorted(active)}
+        if origin:
+            callees[name]["vjp_of"] = [sorted(origin[1]), origin[2]]
     disk_cache.write(disk_key, {
         "name": generated.func.name.value, "source": function.source,  # type: ignore
         "out_bar": generated.out_bar, "names": sorted(parsed.namespace),
@@ -144,6 +152,8 @@ def _load_cached(fn: Callable, disk_key: str, callee_code: Optional[Callable] = 
         callee = disk_cache.resolve_path(entry["module"], entry["qualname"])
         if callee is None:
             return None
+        if "vjp_of" in entry:
+            callee = vjp_function(callee, frozenset(entry["vjp_of"][0]), entry["vjp_of"][1])[1]
         active = frozenset(entry["active"])
         namespace[name] = callee_code(callee, active) if callee_code is not None else \
             vjp_function(callee, active, False)[1]
