@@ -111,12 +111,34 @@ def test_python_control_flow_is_converted_per_shard():
     _close(jax.pmap(f, axis_name="i")(X), np.broadcast_to(want, X.shape), tol=1e-4)
 
 
-def test_collective_inside_control_flow_is_refused_by_the_devices_strategy():
+def test_collective_inside_cond_is_refused_by_the_devices_strategy():
     def f(x):
         return lax.cond(jnp.sum(x) > 0, lambda v: lax.psum(v, "i"), lambda v: v, x)
-    with pytest.raises(TranspileError, match="(?s)inside lax control flow.*strategy='emulated'"):
+    with pytest.raises(TranspileError, match="(?s)inside lax.cond/switch.*strategy='emulated'"):
         jax.pmap(f, axis_name="i")(X)
     jax.pmap(f, axis_name="i", strategy="emulated")(X)  # the oracle runs it
+
+
+LOOPS = {  # collectives inside loops: one loop for all shards (sharding/joint_loop.py)
+    "fori_loop": lambda v: lax.fori_loop(0, 3, lambda i, c: c + 0.1 * lax.psum(c, "i"), v),
+    "while_loop": lambda v: lax.while_loop(
+        lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 0.5 + lax.pmean(c[1], "i")), (0, v))[1],
+    "trip counts differ": lambda v: lax.while_loop(
+        lambda c: jnp.sum(c) < 40, lambda c: c + jnp.abs(lax.pmax(c, "i")), jnp.abs(v)),
+    "scan": lambda v: lax.scan(lambda c, x: (c + lax.psum(x, "i"), c * 2), v,
+                               jnp.stack([v, 2 * v]))[0],
+    "weak carry": lambda v: lax.fori_loop(0, 2, lambda i, c: c + lax.psum(jnp.sum(v), "i"), 0),
+    "captured constant": lambda v: lax.fori_loop(
+        0, 2, lambda i, c: c + jnp.arange(3.0) * lax.pmean(c, "i"), v),
+    "training steps": lambda v: lax.fori_loop(  # per-shard gradients, averaged, 3 steps
+        0, 3, lambda i, w: w - 0.1 * lax.pmean(jax.grad(_loss)(w, v[None, :3]), "i"),
+        M[0][:3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_collectives_inside_loops(name):
+    _both(LOOPS[name], X, axis_name="i")
 
 
 def _loss(w, x):

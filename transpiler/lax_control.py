@@ -226,8 +226,8 @@ def _truth(pred: Any) -> bool:
 def _staged_while(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     from transpiler.primitives import conversions as conv
     parent = active_trace()
-    if hasattr(parent, "per_shard"):  # pmap's per-device tracing: a copy per shard
-        return parent.per_shard(_staged_while, cond_fun, body_fun, init_val)
+    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (sharding/multi_device.py)
+        return parent.while_loop(_staged_while, cond_fun, body_fun, init_val)
     cond_fun, body_fun = _converted(cond_fun), _converted(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
     carry = [abstractify(leaf, i, "lax.while_loop") for i, leaf in enumerate(leaves)]

@@ -139,8 +139,8 @@ def probe_with_size(fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:
     if active_trace() is None:
         out = fn(*args)
         return tree_util.tree_map(_aval_or_value, out), 0
-    if hasattr(active_trace(), "per_shard"):  # pmap's per-device tracing: probe shard 0
-        return active_trace().probe(probe_with_size, fn, *args)
+    if hasattr(active_trace(), "per_shard"):  # pmap's per-device tracing: all shards
+        return active_trace().probe(fn, *args)
     with Regions(1) as regions:
         block = ir.Block.create_at_start(regions.holder.regions[0], [])
         trace = Trace(block, regions.parent)

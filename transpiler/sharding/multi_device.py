@@ -13,8 +13,9 @@ local math is what its multi-device support offers.
 
 Control flow (``lax.cond``/``while_loop``/... and Python control flow that jit converts)
 is traced once per shard: while shard k's copy is traced, `Sharded` values read as their
-shard k (`ShardTrace.per_shard`). A collective inside such control flow is not supported
-here (the emulated strategy runs it).
+shard k (`ShardTrace.per_shard`). A loop whose body has a collective is traced again as one
+loop for all shards (joint_loop.py); a collective inside a cond is refused (the shards may
+take different branches; the emulated strategy runs it).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from transpiler.primitives.core import ShapedArray
 
 # The shard whose copy of a control-flow construct is being traced (ShardTrace.per_shard).
 _PROJECTION: list[Optional[int]] = [None]
+
+
+class CollectiveInControlFlow(TranspileError):
+    """A collective met while one shard's copy of a construct was traced."""
 
 
 class Sharded(Tracer):
@@ -81,6 +86,7 @@ class ShardTrace:
     def __init__(self, base: Trace, size: int) -> None:
         self.base, self.size = base, size
         self.block, self.keep_alive, self.in_loop = base.block, base.keep_alive, False
+        self.kept_on: list[tuple[Tracer, int]] = []  # (kept loop result, its shard)
         self._moved: dict[tuple[int, int], tuple[Tracer, Tracer]] = {}
 
     @property
@@ -107,7 +113,7 @@ class ShardTrace:
         from constants) moved there."""
         if type(value) is Sharded:
             return value.parts[device]
-        if isinstance(value, Tracer) and value.trace is self.base:
+        if isinstance(value, Tracer):  # of this block or, captured, of an enclosing one
             return self.moved(value, device)
         return value
 
@@ -116,7 +122,7 @@ class ShardTrace:
         key = (id(value), device)
         hit = self._moved.get(key)
         if hit is None:
-            hit = self._moved[key] = (transfer(value, device), value)  # pins `value`'s id
+            hit = self._moved[key] = (transfer(value, device, self.base), value)  # pins id
         return hit[0]
 
     def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
@@ -131,14 +137,35 @@ class ShardTrace:
         outs = [self._as_shard(k, fn, args) for k in range(self.size)]
         return tree_util.tree_map(lambda *parts: self._zip(parts), *outs)
 
-    def probe(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` as shard 0 runs it (fn emits nothing: regions.probe_with_size)."""
-        return self._as_shard(0, fn, args)
+    def while_loop(self, staged: Callable[..., Any], cond_fun: Callable, body_fun: Callable,
+                   init_val: Any) -> Any:
+        """A while loop: a copy per shard, or one loop for all shards when its body has a
+        collective (joint_loop.py)."""
+        try:
+            return self.per_shard(staged, cond_fun, body_fun, init_val)
+        except CollectiveInControlFlow:
+            from transpiler.sharding.joint_loop import joint_while
+            return joint_while(self, cond_fun, body_fun, init_val)
+
+    def probe(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:
+        """regions.probe_with_size: ``fn(*args)`` traced for all shards in a throwaway
+        region (collectives included); its avals, and how many operations it emitted."""
+        from transpiler.lowering.regions import Regions, _aval_or_value
+        with Regions(1) as regions:
+            block = ir.Block.create_at_start(regions.holder.regions[0], [])
+            trace = Trace(block, self.base)
+            core.trace_stack.extend([trace, ShardTrace(trace, self.size)])
+            try:
+                out = fn(*args)
+            finally:
+                del core.trace_stack[-2:]
+            return tree_util.tree_map(_aval_or_value, out), len(list(block.operations))
 
     def _as_shard(self, k: int, fn: Callable[..., Any], args: tuple) -> Any:
         saved = self.base.memo
         _PROJECTION[0] = k
         self.base.memo = ChainMap({}, saved)  # nothing shared between the shards' copies
+        kept = len(self.keep_alive)
         core.trace_stack.append(self.base)
         try:
             return fn(*args)
@@ -146,6 +173,10 @@ class ShardTrace:
             core.trace_stack.pop()
             self.base.memo = saved
             _PROJECTION[0] = None
+            # Loop results kept alive as extra results of the function (lax_control): on
+            # the device of the shard whose copy made them.
+            self.kept_on.extend((t, k) for t in self.keep_alive[kept:])
+            del self.keep_alive[kept:]
 
     def _zip(self, parts: Sequence[Any]) -> Any:
         """One output of the shards' copies of a construct, as one value."""
@@ -168,9 +199,10 @@ def device_attr(device: int) -> ir.Attribute:
     return ir.Attribute.parse(f"#hal.device.promise<@dev{device}>")
 
 
-def transfer(value: Tracer, device: int) -> Tracer:
-    """``flow.tensor.transfer`` of a traced value to device `device`."""
-    trace = value.trace
+def transfer(value: Tracer, device: int, trace: Optional[Trace] = None) -> Tracer:
+    """``flow.tensor.transfer`` of a traced value to device `device`, emitted in `trace`
+    (the innermost one being built; by default the value's own)."""
+    trace = trace or value.trace
     with mlir_location(), ir.InsertionPoint(trace.block):
         op = ir.Operation.create("flow.tensor.transfer", results=[aval_type(value.aval)],
                                  operands=[value.value],
@@ -183,14 +215,22 @@ class DeviceAxis(SpmdAxis):
 
     def __init__(self, name: Any, size: int, trace: ShardTrace) -> None:
         super().__init__(name, size)
-        self.shards = trace
+        self.outer = trace
+
+    @property
+    def shards(self) -> ShardTrace:
+        """The innermost per-shard trace (a joint loop's body has its own): transfers go
+        into the block being built."""
+        top = core.trace_stack[-1] if core.trace_stack else None
+        return top if isinstance(top, ShardTrace) else self.outer
 
     def _parts(self, x: Any, op: str) -> list[Any]:
-        if _PROJECTION[0] is not None:
-            raise TranspileError(f"lax.{op} over pmap axis {self.name!r} inside lax control "
-                                 "flow is not supported by pmap's devices strategy",
-                                 user_location(), "move the collective out of the cond/loop, "
-                                 "or run this pmap with strategy='emulated'")
+        if _PROJECTION[0] is not None:  # while_loop retries as one loop for all shards
+            raise CollectiveInControlFlow(
+                f"lax.{op} over pmap axis {self.name!r} inside lax.cond/switch is not "
+                "supported by pmap's devices strategy (the shards may take different "
+                "branches)", user_location(), "move the collective out of the branch, or run "
+                "this pmap with strategy='emulated'")
         if type(x) is Sharded:
             return x.parts
         return [self.shards.on(k, x) for k in range(self.size)]  # the same on every shard
@@ -270,7 +310,7 @@ class DeviceAxis(SpmdAxis):
         for k in range(self.size):  # only block k travels to device k
             pieces = [jnp.take(p, jnp.arange(k * block, (k + 1) * block), axis=dim)
                       for p in parts]
-            row = [p if j == k else transfer(p, k) for j, p in enumerate(pieces)]
+            row = [p if j == k else self.shards.moved(p, k) for j, p in enumerate(pieces)]
             acc = row[0]
             for p in row[1:]:
                 acc = jnp.add(acc, p)
@@ -317,13 +357,17 @@ def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Sha
         out_avals = [core.abstractify(o, i, "pmap output") for i, o in enumerate(outputs)]
         values = [[_placed(shards, k, o, a) for o, a in zip(outputs, out_avals)]
                   for k in range(size)]
+        kept = [(t, k) for t, k in shards.kept_on if t.trace is base]
         with ir.InsertionPoint(block):
-            results = [v for row in values for v in row]
+            results = [v for row in values for v in row] + [t.value for t, _ in kept]
             ir.Operation.create("func.return", operands=results)
-        func.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(arg_types, [aval_type(a) for a in out_avals] * size))
+        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+            arg_types, [aval_type(a) for a in out_avals] * size +
+            [aval_type(t.aval) for t, _ in kept]))
         func.attributes["arg_attrs"] = _placements(size, n)
-        func.attributes["res_attrs"] = _placements(size, len(out_avals))
+        func.attributes["res_attrs"] = ir.ArrayAttr.get(
+            list(_placements(size, len(out_avals))) +
+            [ir.DictAttr.get({"iree.abi.affinity": device_attr(k)}) for _, k in kept])
         _verify(module)
     return StagedModule(module, context, out_avals, name)
 

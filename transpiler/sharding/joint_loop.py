@@ -1,0 +1,123 @@
+"""A while loop with a collective in its body, under pmap's devices strategy: one
+``stablehlo.while`` for all shards.
+
+Without a collective, each shard runs its own copy of a loop (`ShardTrace.per_shard`). A
+collective needs every shard's value in the same iteration, so here the loop carries every
+shard's values (shard-major), its body is traced once with `Sharded` values (shard k's
+operations on device k, the collectives between them as anywhere else), and it runs while
+any shard's condition holds; a shard whose condition is false keeps its values (as a
+batched while loop under vmap does). The condition read by the loop is shard 0's, or-ed on
+device 0 with the others' moved there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from transpiler import tree_util
+from transpiler.lowering.regions import Regions
+from transpiler.lowering.tracer import Tracer
+from transpiler.primitives import core
+from transpiler.primitives.core import ShapedArray, abstractify
+
+
+def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    from transpiler import numpy as jnp
+    from transpiler.lax_control import _condition, _converted, check_carry
+    from transpiler.primitives import conversions as conv
+    from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
+    cond_fun, body_fun = _condition(_converted(cond_fun)), _converted(body_fun)
+    leaves, tree = tree_util.tree_flatten(init_val)
+    avals = [abstractify(leaf, i, "lax.while_loop") for i, leaf in enumerate(leaves)]
+    size, base = shards.size, shards.base
+
+    def as_sharded(values: list) -> list:  # the region's block arguments, leaf by leaf
+        n = len(avals)
+        return [Sharded(core.trace_stack[-1], [values[k * n + j] for k in range(size)], a)
+                for j, a in enumerate(avals)]
+
+    def in_region(fn: Callable[[list], Any]) -> Callable[..., Any]:
+        def traced(*values: Any) -> Any:
+            inner = ShardTrace(core.trace_stack[-1], size)
+            core.trace_stack.append(inner)
+            try:
+                return fn(as_sharded(list(values)))
+            finally:
+                core.trace_stack.pop()
+        return traced
+
+    def test(carry: list) -> Any:
+        pred = cond_fun(tree_util.tree_unflatten(tree, carry))
+        parts = pred.parts if type(pred) is Sharded else [pred] * size
+        either = parts[0]
+        for part in parts[1:]:
+            either = jnp.logical_or(either, transfer(part, 0))
+        return either
+
+    def body(carry: list) -> Any:
+        state = tree_util.tree_unflatten(tree, carry)
+        new = body_fun(state)
+        running = cond_fun(state)  # a shard whose loop is over keeps its values
+        new_leaves, new_tree = tree_util.tree_flatten(new)
+        traced: Any = _Traced(new_tree, [abstractify(leaf) for leaf in new_leaves])
+        promoted = check_carry(avals, traced, tree, "while_loop", "body_fun")
+        if promoted is not None:
+            raise _Promote(promoted)
+        kept = [jnp.where(running, n, c) for n, c in zip(new_leaves, carry)]
+        inner = core.trace_stack[-1]
+        return [inner.on(k, leaf) if isinstance(leaf, Tracer) else leaf
+                for k in range(size) for leaf in kept]
+
+    for _ in range(len(avals) + 1):  # each retry promotes at least one weak leaf
+        operands = [base.operand(_on_device(shards, k, conv.convert_element_type(
+            leaf, dtype=a.dtype) if abstractify(leaf).dtype != a.dtype else leaf, a), a)
+            for k in range(size) for leaf, a in zip(leaves, avals)]
+        carry = avals * size
+        core.trace_stack.append(base)  # the regions' parent is the module's own trace
+        try:
+            with Regions(2, loop=True) as regions:
+                test_region = regions.trace(0, in_region(test), carry)
+                body_region = regions.trace(1, in_region(body), carry)
+                results = regions.finish("stablehlo.while", operands, carry,
+                                         [(test_region, test_region.avals),
+                                          (body_region, carry)])
+        except _Promote as promote:
+            avals = promote.avals
+            continue
+        finally:
+            core.trace_stack.pop()
+        break
+    else:
+        raise AssertionError("unreachable: weak-type promotion did not settle")
+    outputs = [Tracer(base, v, a) for v, a in zip(results, carry)]
+    n = len(avals)
+    # As lax_control does for its loops (an IREE 3.13 workaround): results kept alive.
+    shards.kept_on.extend((t, i // n) for i, t in enumerate(outputs) if t.aval.ndim > 0)
+    out = [Sharded(shards, [outputs[k * n + j] for k in range(size)], a)
+           for j, a in enumerate(avals)]
+    return tree_util.tree_unflatten(tree, out)
+
+
+class _Traced:
+    """What check_carry reads of a traced body: its output structure and shard 0's avals."""
+
+    def __init__(self, tree: Any, avals: list[ShapedArray]) -> None:
+        self.tree, self.avals = tree, avals
+
+
+class _Promote(Exception):
+    """A weak carry leaf took the body's dtype: trace the loop again with it."""
+
+    def __init__(self, avals: list[ShapedArray]) -> None:
+        super().__init__()
+        self.avals = avals
+
+
+def _on_device(shards: Any, k: int, leaf: Any, aval: ShapedArray) -> Tracer:
+    """Shard k's initial value of a carry leaf, placed on device k."""
+    from transpiler.sharding.multi_device import Sharded
+    if type(leaf) is Sharded:
+        return leaf.parts[k]
+    if not isinstance(leaf, Tracer):
+        leaf = Tracer(shards.base, shards.base.operand(leaf, aval), aval)
+    return shards.moved(leaf, k)
