@@ -111,15 +111,7 @@ def test_python_control_flow_is_converted_per_shard():
     _close(jax.pmap(f, axis_name="i")(X), np.broadcast_to(want, X.shape), tol=1e-4)
 
 
-def test_collective_inside_cond_is_refused_by_the_devices_strategy():
-    def f(x):
-        return lax.cond(jnp.sum(x) > 0, lambda v: lax.psum(v, "i"), lambda v: v, x)
-    with pytest.raises(TranspileError, match="(?s)inside lax.cond/switch.*strategy='emulated'"):
-        jax.pmap(f, axis_name="i")(X)
-    jax.pmap(f, axis_name="i", strategy="emulated")(X)  # the oracle runs it
-
-
-LOOPS = {  # collectives inside loops: one loop for all shards (sharding/joint_loop.py)
+JOINT = {  # collectives inside control flow: one construct for all shards (joint_control.py)
     "fori_loop": lambda v: lax.fori_loop(0, 3, lambda i, c: c + 0.1 * lax.psum(c, "i"), v),
     "while_loop": lambda v: lax.while_loop(
         lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 0.5 + lax.pmean(c[1], "i")), (0, v))[1],
@@ -133,12 +125,17 @@ LOOPS = {  # collectives inside loops: one loop for all shards (sharding/joint_l
     "training steps": lambda v: lax.fori_loop(  # per-shard gradients, averaged, 3 steps
         0, 3, lambda i, w: w - 0.1 * lax.pmean(jax.grad(_loss)(w, v[None, :3]), "i"),
         M[0][:3]),
+    "cond": lambda v: lax.cond(jnp.sum(v) > 0, lambda u: lax.psum(u, "i"), lambda u: -u, v),
+    "switch": lambda v: lax.switch(lax.axis_index("i"), [
+        lambda u: lax.pmax(u, "i"), lambda u: u * 2, lambda u: lax.psum(u, "i")], v),
+    "cond in a loop": lambda v: lax.fori_loop(0, 2, lambda i, c: lax.cond(
+        i % 2 == 0, lambda u: lax.pmean(u, "i"), lambda u: u + 1, c), v),
 }
 
 
-@pytest.mark.parametrize("name", sorted(LOOPS))
-def test_collectives_inside_loops(name):
-    _both(LOOPS[name], X, axis_name="i")
+@pytest.mark.parametrize("name", sorted(JOINT))
+def test_collectives_inside_control_flow(name):
+    _both(JOINT[name], X, axis_name="i")
 
 
 def _loss(w, x):

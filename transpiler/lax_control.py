@@ -94,8 +94,8 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
 def _branches(op_name: str, selector: Any, branches: Sequence[Callable[..., Any]],
               operands: tuple, op: str, names: Sequence[str]) -> Any:
     parent = active_trace()
-    if hasattr(parent, "per_shard"):  # pmap's per-device tracing: a copy per shard
-        return parent.per_shard(_branches, op_name, selector, branches, operands, op, names)
+    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (sharding/multi_device.py)
+        return parent.branches(_branches, op_name, selector, branches, operands, op, names)
     branches = [_converted(b) for b in branches]
     if _SELECTING[0] and getattr(parent, "in_loop", False):
         return _selected(selector, branches, operands, op, names)

@@ -13,9 +13,8 @@ local math is what its multi-device support offers.
 
 Control flow (``lax.cond``/``while_loop``/... and Python control flow that jit converts)
 is traced once per shard: while shard k's copy is traced, `Sharded` values read as their
-shard k (`ShardTrace.per_shard`). A loop whose body has a collective is traced again as one
-loop for all shards (joint_loop.py); a collective inside a cond is refused (the shards may
-take different branches; the emulated strategy runs it).
+shard k (`ShardTrace.per_shard`). A loop or cond with a collective inside is traced again
+as one construct for all shards (joint_control.py).
 """
 
 from __future__ import annotations
@@ -140,12 +139,22 @@ class ShardTrace:
     def while_loop(self, staged: Callable[..., Any], cond_fun: Callable, body_fun: Callable,
                    init_val: Any) -> Any:
         """A while loop: a copy per shard, or one loop for all shards when its body has a
-        collective (joint_loop.py)."""
+        collective (joint_control.py)."""
         try:
             return self.per_shard(staged, cond_fun, body_fun, init_val)
         except CollectiveInControlFlow:
-            from transpiler.sharding.joint_loop import joint_while
+            from transpiler.sharding.joint_control import joint_while
             return joint_while(self, cond_fun, body_fun, init_val)
+
+    def branches(self, staged: Callable[..., Any], op_name: str, selector: Any,
+                 branches: Any, operands: tuple, op: str, names: Any) -> Any:
+        """A cond/switch: a copy per shard, or every branch for all shards and a select
+        when a branch has a collective (joint_control.py)."""
+        try:
+            return self.per_shard(staged, op_name, selector, branches, operands, op, names)
+        except CollectiveInControlFlow:
+            from transpiler.sharding.joint_control import joint_branches
+            return joint_branches(self, selector, branches, operands, op, names)
 
     def probe(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:
         """regions.probe_with_size: ``fn(*args)`` traced for all shards in a throwaway
@@ -225,12 +234,10 @@ class DeviceAxis(SpmdAxis):
         return top if isinstance(top, ShardTrace) else self.outer
 
     def _parts(self, x: Any, op: str) -> list[Any]:
-        if _PROJECTION[0] is not None:  # while_loop retries as one loop for all shards
-            raise CollectiveInControlFlow(
-                f"lax.{op} over pmap axis {self.name!r} inside lax.cond/switch is not "
-                "supported by pmap's devices strategy (the shards may take different "
-                "branches)", user_location(), "move the collective out of the branch, or run "
-                "this pmap with strategy='emulated'")
+        if _PROJECTION[0] is not None:  # the construct is traced again for all shards
+            raise CollectiveInControlFlow(f"lax.{op} over pmap axis {self.name!r} inside one "
+                                          "shard's copy of a control-flow construct",
+                                          user_location())
         if type(x) is Sharded:
             return x.parts
         return [self.shards.on(k, x) for k in range(self.size)]  # the same on every shard

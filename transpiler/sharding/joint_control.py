@@ -1,13 +1,18 @@
-"""A while loop with a collective in its body, under pmap's devices strategy: one
-``stablehlo.while`` for all shards.
+"""Control flow with a collective inside, under pmap's devices strategy: one construct for
+all shards.
 
-Without a collective, each shard runs its own copy of a loop (`ShardTrace.per_shard`). A
-collective needs every shard's value in the same iteration, so here the loop carries every
-shard's values (shard-major), its body is traced once with `Sharded` values (shard k's
-operations on device k, the collectives between them as anywhere else), and it runs while
-any shard's condition holds; a shard whose condition is false keeps its values (as a
-batched while loop under vmap does). The condition read by the loop is shard 0's, or-ed on
-device 0 with the others' moved there.
+Without a collective, each shard runs its own copy of a loop or cond
+(`ShardTrace.per_shard`). A collective needs every shard's value at the same point, so:
+
+- a while loop (``fori_loop``/``scan`` too) carries every shard's values (shard-major), its
+  body is traced once with `Sharded` values (shard k's operations on device k, the
+  collectives between them as anywhere else), and it runs while any shard's condition
+  holds; a shard whose condition is false keeps its values (as a batched while loop under
+  vmap does). The condition the loop reads is shard 0's, or-ed on device 0 with the
+  others' moved there.
+- a cond/switch runs every branch for all shards and selects each shard's result by its
+  own predicate (as a batched cond under vmap does, so the collectives in every branch see
+  every shard).
 """
 
 from __future__ import annotations
@@ -121,3 +126,25 @@ def _on_device(shards: Any, k: int, leaf: Any, aval: ShapedArray) -> Tracer:
     if not isinstance(leaf, Tracer):
         leaf = Tracer(shards.base, shards.base.operand(leaf, aval), aval)
     return shards.moved(leaf, k)
+
+
+def joint_branches(shards: Any, selector: Any, branches: Any, operands: tuple, op: str,
+                   names: Any) -> Any:
+    """``lax.cond`` (`selector` a bool) or ``lax.switch`` (an int32 index) with a collective
+    in a branch: every branch traced for all shards, each shard's result selected."""
+    from transpiler import numpy as jnp
+    from transpiler.lax_control import _converted, _same_structure, join_avals
+    outs = [_converted(branch)(*operands) for branch in branches]
+    flat = [tree_util.tree_flatten(out) for out in outs]
+    _same_structure([tree for _, tree in flat], op, names)
+    count = len(flat[0][0])
+    avals = [join_avals([abstractify(leaves[k]) for leaves, _ in flat], op, names, k)
+             for k in range(count)]
+    if op == "cond":  # branches are (true_fun, false_fun)
+        chosen = [jnp.where(selector, t, f) for t, f in zip(flat[0][0], flat[1][0])]
+    else:
+        chosen = list(flat[0][0])
+        for i, (leaves, _) in enumerate(flat[1:], 1):
+            chosen = [jnp.where(selector == i, x, c) for x, c in zip(leaves, chosen)]
+    chosen = [jnp.asarray(c).astype(a.dtype) for c, a in zip(chosen, avals)]
+    return tree_util.tree_unflatten(flat[0][1], chosen)
