@@ -181,6 +181,7 @@ def _highlight(text: str, kind: str) -> str:
 
 # --- build -------------------------------------------------------------------------------------------
 def build_command(args: Any) -> int:
+    from transpiler.cli_build import compile_artifact, lower_all, python_module
     from transpiler.compiler import TARGETS, write_atomic
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     unknown = [t for t in targets if t not in TARGETS and t != "stablehlo"]
@@ -208,7 +209,7 @@ def build_command(args: Any) -> int:
     manifest: dict = {"format": FORMAT, "source": str(path),
                       "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                       "tools": _versions(), "functions": {}}
-    jobs, failures = _lower_all(chosen, targets, out, manifest)
+    jobs, failures = lower_all(chosen, targets, out, manifest)
     failed = len(failures)
     total = len(jobs) + failed
     for k, (fname, tgt, message) in enumerate(failures, 1):
@@ -221,7 +222,7 @@ def build_command(args: Any) -> int:
         if tgt == "stablehlo":
             return fname, tgt, out / f"{fname}.mlir", None, time.perf_counter() - start
         artifact = out / f"{fname}.{tgt}.vmfb"
-        data = _compile(low, tgt, args.cpu)
+        data = compile_artifact(low, tgt, args.cpu)
         write_atomic(artifact, data)
         return fname, tgt, artifact, hashlib.sha256(data).hexdigest(), \
             time.perf_counter() - start
@@ -246,120 +247,15 @@ def build_command(args: Any) -> int:
                   flush=True)
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2).encode())
     module_path = out / f"{path.stem}_transpiled.py"
-    write_atomic(module_path, _python_module(path, chosen, manifest).encode())
+    write_atomic(module_path, python_module(path, chosen, manifest).encode())
     print(f"wrote {module_path}, {out / MANIFEST}" +
           (f" ({failed} artifact(s) failed)" if failed else ""))
     return 1 if failed else 0
 
 
-def _python_module(path: Path, chosen: dict, manifest: dict) -> str:
-    """``<stem>_transpiled.py``: the built functions as Python functions that run their
-    artifacts with the runtime alone, and (as comments) the generated Python of each
-    transformed one -- what the compiled code computes, readable."""
-    lines = [f'"""Built by `transpiler build {path.name}`: each function runs its compiled',
-             "artifact with the runtime alone (`import runtime`, no compiler). Generated Python",
-             '(derivative, batched code) is shown above the function it was compiled from."""',
-             "", "from runtime.cli import call_built", ""]
-    for fname, entry in manifest["functions"].items():
-        fn = chosen[fname][0]
-        source = getattr(fn, "source", None) if not hasattr(fn, "_fun") else \
-            getattr(fn._fun, "source", None)  # jit(f): the code of f, when transformed
-        lines.append("")
-        if isinstance(source, str):
-            lines += ["# " + line if line else "#" for line in source.rstrip().split("\n")]
-        names = _param_names(fn, len(entry["inputs"]))
-        sig = ", ".join(f"{d['dtype']}[{', '.join(map(str, d['shape']))}]"
-                        for d in entry["inputs"])
-        params = ", ".join([*names, "*", "device='local-task'"])
-        lines += [f"def {fname}({params}):",
-                  f'    """{fname}({sig}) on the built artifacts."""',
-                  f"    return call_built(__file__, {fname!r}, ({', '.join(names)}"
-                  f"{',' if len(names) == 1 else ''}), device)", ""]
-    return "\n".join(lines) + "\n"
-
-
-def _lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[list, list]:
-    """Trace each function once (tracing is not thread-safe): its .mlir, its manifest
-    entry, and the compile jobs; a function that fails to trace fails all its targets."""
-    from transpiler.compiler import write_atomic
-    from transpiler.sharding.pmap_api import Pmapped
-    jobs, failures = [], []
-    for fname, (fn, specs) in chosen.items():
-        try:
-            if isinstance(fn, Pmapped):
-                lows, entry = _lower_pmap(fn, specs, targets)
-            else:
-                low = _jitted(fn).lower(*_examples(specs))
-                lows = {t: low for t in targets}
-                entry = {"outputs": _specs(low.out_avals)}
-            portable = lows.get("stablehlo", next(iter(lows.values())))
-            write_atomic(out / f"{fname}.mlir", portable.as_text().encode())
-        except Exception as err:
-            failures += [(fname, t, _first_line(err)) for t in targets]
-            continue
-        manifest["functions"][fname] = {
-            "entry": portable.staged.name,
-            "inputs": [{"dtype": d, "shape": list(s)} for d, s in specs], **entry,
-            "artifacts": {}}
-        jobs += [(fname, t, lows[t]) for t in targets]
-    return jobs, failures
-
-
-def _specs(avals: Any) -> list[dict]:
-    return [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in avals]
-
-
-def _lower_pmap(fn: Any, specs: list, targets: list) -> tuple[dict, dict]:
-    """A pmap's programs: the multi-device module for llvm-cpu (run here, the shards on
-    the CPU devices), the per-replica StableHLO with native collectives for the rest
-    (``stablehlo`` for XLA/PJRT; IREE's GPU targets run it with NCCL/RCCL channels)."""
-    from transpiler.compiler import MULTI_DEVICE_KINDS
-    examples = _examples(specs)
-    replicas = fn.export(*examples)
-    local = [t for t in targets if t in MULTI_DEVICE_KINDS]
-    devices = fn.lower(*examples) if local and fn.strategy != "collectives" else None
-    lows = {t: devices if t in local and devices is not None else replicas for t in targets}
-    outputs = []
-    for aval, axis in zip(replicas.out_avals, replicas.out_axes):
-        shape = list(aval.shape)
-        if axis is not None:
-            shape.insert(axis, replicas.size)
-        outputs.append({"dtype": aval.dtype.name, "shape": shape})
-    entry = {"outputs": outputs,
-             "pmap": {"axis_name": str(fn.axis_name), "shards": replicas.size,
-                      "in_axes": replicas.in_axes, "out_axes": replicas.out_axes,
-                      "replica_outputs": _specs(replicas.out_avals)}}
-    return lows, entry
-
-
-def _param_names(fn: Any, count: int) -> list[str]:
-    """The function's own parameter names (a0, a1 ... where they cannot be read)."""
-    from transpiler.transforms.api import _positional_names
-    try:
-        names = _positional_names(getattr(fn, "_fun", fn))
-    except (TypeError, ValueError):
-        names = []
-    return names if len(names) == count else [f"a{i}" for i in range(count)]
-
-
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _compile(lowered: Any, target: str, cpu: str) -> bytes:
-    from transpiler.compiler import compile_vmfb, tiling_flags
-    extra = tiling_flags(lowered.staged.text()) if target == "llvm-cpu" else []
-    if getattr(lowered, "strategy", None) == "collectives" and target == "llvm-cpu":
-        raise CliError("a pmap with native collectives cannot run on IREE's CPU devices "
-                       "(they have no collective channels); build it for llvm-cpu with "
-                       "pmap's default strategy, or for stablehlo/cuda/rocm")
-    if getattr(lowered, "strategy", None) == "collectives" and target == "vulkan-spirv":
-        raise CliError("IREE's Vulkan runtime has no collective channels: build this pmap "
-                       "for vulkan-spirv with pmap's default strategy")
-    devices = lowered.size if getattr(lowered, "strategy", None) == "devices" else 0
-    return compile_vmfb(lowered.staged.bytecode(), target, cpu=cpu, extra_flags=extra,
-                        devices=devices)
 
 
 def _annotated(module: Any) -> dict[str, tuple[Any, list]]:

@@ -31,6 +31,7 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
+from transpiler.sharding.spmd import SPMD, SpmdAxis, spmd_axis  # noqa: F401 (lax_parallel's)
 
 
 class Axis(NamedTuple):
@@ -140,68 +141,6 @@ def sources(perm: Any, size: int) -> list[int | None]:
         seen.add(src)
         result[dst] = src
     return result
-
-
-# --- pmap's axes -----------------------------------------------------------------------------------
-class SpmdAxis:
-    """The axis of a `pmap` whose per-shard function is being traced for several devices
-    (transpiler/sharding/): each shard is a program of its own, so a collective over this
-    axis is emitted by the strategy (transfers between devices, or StableHLO collectives).
-    Each method takes one leaf as one shard sees it and returns that shard's result."""
-
-    def __init__(self, name: Any, size: int) -> None:
-        self.name, self.size = name, size
-
-    def psum(self, x: Any) -> Any:
-        raise NotImplementedError
-
-    def psum_leaves(self, leaves: list) -> list:
-        """``psum`` of several leaves at once (a strategy may combine their transfers)."""
-        return [self.psum(x) for x in leaves]
-
-    def pmax(self, x: Any) -> Any:
-        raise NotImplementedError
-
-    def pmin(self, x: Any) -> Any:
-        raise NotImplementedError
-
-    def all_gather(self, x: Any, axis: int, tiled: bool) -> Any:
-        """Every shard's `x` stacked along a new `axis` (merged into it when `tiled`)."""
-        raise NotImplementedError
-
-    def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
-        """Shard k's block of ``psum(x)`` along `dimension` (removed unless `tiled`)."""
-        raise NotImplementedError
-
-    def ppermute(self, x: Any, sources: list[int | None]) -> Any:
-        """Shard k gets the `x` of shard ``sources[k]`` (zeros where that is None)."""
-        raise NotImplementedError
-
-    def axis_index(self) -> Any:
-        raise NotImplementedError
-
-
-# The axes of the pmaps being traced per shard, outermost first; vmap's names shadow them.
-SPMD: list[SpmdAxis] = []
-
-
-def spmd_axis(axis_name: Any, op: str, axis_index_groups: Any = None) -> SpmdAxis | None:
-    """The pmap axis a collective over `axis_name` runs across, or None (then it is a vmap's
-    axis, or unbound: see `resolve`)."""
-    from transpiler.transforms.batch_runtime import AXES
-    if not SPMD:
-        return None
-    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-    found = [a for a in SPMD if a.name in names and _lookup(a.name, AXES) is None]
-    if not found:
-        return None
-    if len(names) > 1:
-        raise TranspileError(f"lax.{op} over the axes {axis_name!r}: a collective over a "
-                             "pmap axis and other axes at once is not supported",
-                             user_location(), "apply one collective per axis")
-    if axis_index_groups is not None:
-        raise TranspileError(f"lax.{op}: axis_index_groups is not supported", user_location())
-    return found[-1]
 
 
 # --- the collectives ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from iree.compiler import ir
 
 from transpiler import tree_util
 from transpiler.errors import TracerError, TranspileError, located, user_location
-from transpiler.lax_parallel import SPMD, SpmdAxis
+from transpiler.sharding.spmd import SPMD, SpmdAxis
 from transpiler.lowering.builder import aval_type
 from transpiler.lowering.trace import StagedModule, _verify, new_function
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location

@@ -17,14 +17,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from iree.compiler import ir
 
-from transpiler import lax_parallel
 from transpiler.errors import TranspileError, user_location
-from transpiler.lax_parallel import SpmdAxis
 from transpiler.lowering.builder import LoweringContext, aval_type, tensor_type
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
+from transpiler.sharding import spmd
+from transpiler.sharding.spmd import SpmdAxis
 
 # The scalar op combining two members' elements, per reducing collective.
 REDUCERS = {"psum": "stablehlo.add", "pmax": "stablehlo.maximum", "pmin": "stablehlo.minimum"}
@@ -124,15 +124,15 @@ def trace_spmd(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Shaped
                axis: SpmdAxis, name: str = "main") -> StagedModule:
     """Stage ``flat_fun(*per-replica tracers) -> outputs`` as the program every replica
     runs, its collectives over `axis` emitted by `axis` (a `NativeAxis` here)."""
-    if any(isinstance(a, NativeAxis) for a in lax_parallel.SPMD):
+    if any(isinstance(a, NativeAxis) for a in spmd.SPMD):
         raise TranspileError("nested pmaps with native collectives are not supported: "
                              "replica ids number the replicas of one axis", user_location(),
                              "use the emulated or devices strategy for the inner pmap")
-    lax_parallel.SPMD.append(axis)
+    spmd.SPMD.append(axis)
     try:
         staged = trace_to_module(flat_fun, in_avals, name)
     finally:
-        lax_parallel.SPMD.pop()
+        spmd.SPMD.pop()
     with staged.context:
         attributes = staged.module.operation.attributes
         i32 = ir.IntegerType.get_signless(32)
