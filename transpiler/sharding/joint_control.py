@@ -38,7 +38,7 @@ def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: A
 
     def as_sharded(values: list) -> list:  # the region's block arguments, leaf by leaf
         n = len(avals)
-        return [Sharded(core.trace_stack[-1], [values[k * n + j] for k in range(size)], a)
+        return [Sharded([values[k * n + j] for k in range(size)], a)
                 for j, a in enumerate(avals)]
 
     def in_region(fn: Callable[[list], Any]) -> Callable[..., Any]:
@@ -98,7 +98,7 @@ def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: A
     n = len(avals)
     # As lax_control does for its loops (an IREE 3.13 workaround): results kept alive.
     shards.kept_on.extend((t, i // n) for i, t in enumerate(outputs) if t.aval.ndim > 0)
-    out = [Sharded(shards, [outputs[k * n + j] for k in range(size)], a)
+    out = [Sharded([outputs[k * n + j] for k in range(size)], a)
            for j, a in enumerate(avals)]
     return tree_util.tree_unflatten(tree, out)
 

@@ -45,10 +45,9 @@ class CollectiveInControlFlow(TranspileError):
 class Sharded(Tracer):
     """One value of the per-shard function: its shards, one traced value per device."""
 
-    __slots__ = ("parts", "owner")
+    __slots__ = ("parts",)
 
-    def __init__(self, owner: "ShardTrace", parts: Sequence[Tracer], aval: ShapedArray) -> None:
-        self.owner = owner
+    def __init__(self, parts: Sequence[Tracer], aval: ShapedArray) -> None:
         self.parts = list(parts)
         self.aval = aval
 
@@ -88,10 +87,6 @@ class ShardTrace:
         self.kept_on: list[tuple[Tracer, int]] = []  # (kept loop result, its shard)
         self._moved: dict[tuple[int, int], tuple[Tracer, Tracer]] = {}
 
-    @property
-    def memo(self) -> Any:
-        return self.base.memo
-
     def emit(self, prim: core.Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
         if not any(type(a) is Sharded for a in args):
@@ -104,8 +99,8 @@ class ShardTrace:
         outs = [self.base.emit(prim, [self.on(k, a) for a in args], avals, out_aval, params)
                 for k in range(self.size)]
         if prim.multiple_results:
-            return tuple(Sharded(self, [o[j] for o in outs], a) for j, a in enumerate(out_aval))
-        return Sharded(self, outs, out_aval)
+            return tuple(Sharded([o[j] for o in outs], a) for j, a in enumerate(out_aval))
+        return Sharded(outs, out_aval)
 
     def on(self, device: int, value: Any) -> Any:
         """`value` as shard `device` uses it: its shard, or a value no shard owns (computed
@@ -123,12 +118,6 @@ class ShardTrace:
         if hit is None:
             hit = self._moved[key] = (transfer(value, device, self.base), value)  # pins id
         return hit[0]
-
-    def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
-        return self.base.operand(value, aval)
-
-    def encloses(self, other: Trace) -> bool:
-        return other is self.base or self.base.encloses(other)
 
     def per_shard(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` traced once per shard, `Sharded` values reading as that shard's;
@@ -194,7 +183,7 @@ class ShardTrace:
                                                not isinstance(first, Tracer)):
             return first  # the same on every shard: a static value, or one passed through
         aval = core.abstractify(first)
-        return Sharded(self, [self._own(k, p, aval) for k, p in enumerate(parts)], aval)
+        return Sharded([self._own(k, p, aval) for k, p in enumerate(parts)], aval)
 
     def _own(self, k: int, part: Any, aval: ShapedArray) -> Tracer:
         if type(part) is Sharded:
@@ -255,7 +244,7 @@ class DeviceAxis(SpmdAxis):
             for p in row[1:]:
                 acc = fn(acc, p)
             outs.append(acc)
-        return Sharded(self.shards, outs, outs[0].aval)
+        return Sharded(outs, outs[0].aval)
 
     def psum(self, x: Any) -> Any:
         import transpiler.numpy as jnp
@@ -299,7 +288,7 @@ class DeviceAxis(SpmdAxis):
                                  f"rank {ndim}{' (tiled)' if tiled else ''}", user_location())
         join = jnp.concatenate if tiled else jnp.stack
         outs = [join(row, axis=axis) for row in self._everywhere(x, "all_gather")]
-        return Sharded(self.shards, outs, outs[0].aval)
+        return Sharded(outs, outs[0].aval)
 
     def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
         import transpiler.numpy as jnp
@@ -322,7 +311,7 @@ class DeviceAxis(SpmdAxis):
             for p in row[1:]:
                 acc = jnp.add(acc, p)
             outs.append(acc if tiled else jnp.squeeze(acc, axis=dim))
-        return Sharded(self.shards, outs, outs[0].aval)
+        return Sharded(outs, outs[0].aval)
 
     def ppermute(self, x: Any, sources: list[int | None]) -> Any:
         import transpiler.numpy as jnp
@@ -330,13 +319,13 @@ class DeviceAxis(SpmdAxis):
         outs = [jnp.zeros_like(parts[k]) if src is None else
                 parts[k] if src == k else self.shards.moved(parts[src], k)
                 for k, src in enumerate(sources)]
-        return Sharded(self.shards, outs, outs[0].aval)
+        return Sharded(outs, outs[0].aval)
 
     def axis_index(self) -> Any:
         aval = ShapedArray((), np.dtype(np.int32))
         base = self.shards.base
         outs = [Tracer(base, base.operand(np.int32(k), aval), aval) for k in range(self.size)]
-        return Sharded(self.shards, outs, aval)
+        return Sharded(outs, aval)
 
 
 def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
@@ -351,8 +340,8 @@ def trace_devices(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[Sha
         base = Trace(block)
         shards = ShardTrace(base, size)
         n = len(in_avals)
-        args = [Sharded(shards, [Tracer(base, block.arguments[k * n + j], aval)
-                                 for k in range(size)], aval)
+        args = [Sharded([Tracer(base, block.arguments[k * n + j], aval)
+                         for k in range(size)], aval)
                 for j, aval in enumerate(in_avals)]
         core.trace_stack.append(shards)
         SPMD.append(DeviceAxis(axis_name, size, shards))
