@@ -91,6 +91,8 @@ def test_static_broadcasted_argnums_and_kwargs():
     scale = np.full((N, 3), 2, np.float32)
     _close(p(X, 3, scale=scale), np.broadcast_to(2 * (X ** 3).sum(0), X.shape), tol=1e-4)
     _close(p(X, 2, scale=scale), np.broadcast_to(2 * (X ** 2).sum(0), X.shape), tol=1e-4)
+    emulated = jax.pmap(f, axis_name="i", static_broadcasted_argnums=1, strategy="emulated")
+    _close(emulated(X, 3, scale=scale), p(X, 3, scale=scale), tol=1e-4)
 
 
 def test_control_flow_in_the_per_shard_function():

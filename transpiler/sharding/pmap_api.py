@@ -55,18 +55,13 @@ class Pmapped(Vmapped):
         from transpiler.sharding.multi_device_call import call_on_devices
         return call_on_devices(self, args, kwargs)
 
-    def prepare(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
+    def axes_for(self, args: tuple) -> Any:
         """As vmap's, with the static arguments unmapped."""
-        if not self.static_argnums:
-            return super().prepare(args, kwargs)
         axes = self.in_axes
+        if not self.static_argnums:
+            return axes
         per_arg = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,) * len(args)
-        self.in_axes = tuple(None if i in self.static_argnums else a
-                             for i, a in enumerate(per_arg))
-        try:
-            return super().prepare(args, kwargs)
-        finally:
-            self.in_axes = axes
+        return tuple(None if i in self.static_argnums else a for i, a in enumerate(per_arg))
 
     # --- what the strategies share ------------------------------------------------------
     def split(self, args: tuple, kwargs: dict) -> tuple[list, list, Any, dict, int]:

@@ -120,10 +120,14 @@ class Vmapped:
             bt.AXES.pop()
         return place(out, out_dims, self.out_axes, size, self.fname)
 
+    def axes_for(self, args: tuple) -> Any:
+        """The in_axes of a call with `args` (pmap unmaps its static arguments)."""
+        return self.in_axes
+
     def prepare(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
         """Each argument's companion (its batch axes) and the batch size; clear errors."""
         names = _arg_names(self.fun, len(args))
-        axes = self.in_axes
+        axes = self.axes_for(args)
         if isinstance(axes, list):
             axes = tuple(axes)
         if isinstance(axes, tuple):
