@@ -151,6 +151,26 @@ def is_int(dtype: np.dtype) -> bool:
     return dtype.kind in "iu"
 
 
+def int_bounds_as_floats(dtype: np.dtype) -> tuple[float, float]:
+    """(low, high): a float at or below `low` converts to the integer type's minimum, one at
+    or above `high` to its maximum (JAX's saturating conversion). `high` is the maximum plus
+    one, a power of two that every float type holds exactly (or overflows to inf)."""
+    info = np.iinfo(dtype)
+    return float(info.min) - 1.0, float(info.max) + 1.0
+
+
+def float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Floats to an integer type as JAX converts them: toward zero, saturating at the
+    type's bounds, NaN to 0 (NumPy's astype leaves those cases undefined: INT_MIN on x86)."""
+    low, high = int_bounds_as_floats(dtype)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide = x.astype(np.float64)
+        above, below = wide >= high, wide <= low
+        inside = np.where(above | below | np.isnan(wide), 0.0, wide).astype(dtype)
+    return np.where(above, info.max, np.where(below, info.min, inside)).astype(dtype)
+
+
 def issubdtype(a: Any, b: Any) -> bool:
     """``jnp.issubdtype`` that knows bfloat16 is a floating type."""
     if _is_dtype_like(a) and np.dtype(a) == bfloat16:

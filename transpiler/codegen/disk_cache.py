@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from transpiler.compiler import write_atomic
 from transpiler.config import config
 from transpiler.errors import SourceLocation
+from transpiler.per_thread import PerThreadList
 
 FORMAT = "1"
 _MISSING = object()
@@ -181,7 +182,7 @@ def resolve_path(module: str, qualname: str) -> Any:
 
 # Where generated code goes instead of the user cache while the import hook rewrites a
 # module (``<package>/__transpiler__/``, like ``__pycache__``; see transpiler/import_hook.py).
-LOCAL_DIRS: list[Path] = []
+LOCAL_DIRS: PerThreadList[Path] = PerThreadList("generated_code_dirs")
 
 
 def _path(entry_key: str) -> Path:

@@ -235,19 +235,86 @@ CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
                  ("restricted to workgroup distributed contexts", "--iree-opt-level=O1"))
 
 
+# Flag sets tried in turn when IREE crashes on or rejects a module for a reason no entry
+# above names, from the cheapest in speed to the safest: data tiling off avoided a
+# segfault in PackOp::getResultShape (a jit(grad) of a sum of a matmul times its input),
+# O1 the dominance and verification failures above.
+SAFE_FLAG_SETS = (("--iree-opt-data-tiling=false",),
+                  ("--iree-opt-level=O1",),
+                  ("--iree-opt-level=O1", "--iree-opt-data-tiling=false"),
+                  ("--iree-opt-level=O0", "--iree-opt-data-tiling=false"))
+
+
+def _with_flags(flags: list[str], extra: Sequence[str]) -> list[str]:
+    """`flags` with each of `extra` replacing any flag that sets the same option."""
+    options = {flag.split("=")[0] for flag in extra}
+    return [f for f in flags if f.split("=")[0] not in options] + list(extra)
+
+
 def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> bytes:
-    """Compile; on a known CPU-backend failure, retry with the flag that avoids it."""
+    """Compile; when IREE crashes or fails, retry with the flag that fixes a known failure,
+    then with each of `SAFE_FLAG_SETS`. The first error is raised if none compiles."""
+    first: Optional[TranspileError] = None
+    tried = [flags]
+    safe_sets = iter(SAFE_FLAG_SETS)
     while True:
         try:
-            return _invoke_compiler(bytecode, tgt, flags)
+            vmfb = _invoke_compiler(bytecode, tgt, flags)
         except TranspileError as err:
+            first = first or err
             fix = next((flag for text, flag in CPU_FALLBACKS
                         if text in str(err) and flag not in flags), None)
-            if tgt.backend != "llvm-cpu" or fix is None:
-                raise  # any other failure is the user's to see
-            log.info("retrying the compile with %s", fix)
-            option = fix.split("=")[0] + "="
-            flags = [f for f in flags if not f.startswith(option)] + [fix]
+            if tgt.backend == "llvm-cpu" and fix is not None:
+                flags = _with_flags(flags, [fix])
+            else:
+                flags = next((_with_flags(flags, s) for s in safe_sets
+                              if _with_flags(flags, s) not in tried), None)
+                if flags is None:
+                    raise _failure(first, tgt, tried) from None
+            log.info("IREE failed (%s); retrying the compile with %s",
+                     _summary(str(err)), " ".join(flags))
+            tried.append(flags)
+            continue
+        if first is not None:
+            log.info("compiled for %s with %s", tgt.name, " ".join(flags))
+        return vmfb
+
+
+def _summary(message: str) -> str:
+    """What went wrong, in the words of the first line of an IREE error that says it."""
+    signal = re.search(r"Error code: -(\d+)", message)
+    if signal:
+        return f"iree-compile crashed with signal {signal[1]}"
+    boilerplate = ("IREE failed to compile", "Error invoking", "Error code", "Diagnostics:")
+    lines = [line.strip() for line in _without_crash_dump(message).splitlines()]
+    useful = [line for line in lines if line and not line.startswith(boilerplate)]
+    return useful[0] if useful else "no diagnostics"
+
+
+def _without_crash_dump(message: str) -> str:
+    """An IREE message without a crash's backtrace (frames, "Stack dump:", the request to
+    report it): what is left is what the compiler said before it crashed."""
+    kept = []
+    for line in message.splitlines():
+        if re.match(r"\s*#\d+ 0x[0-9a-f]+", line) or line.startswith(
+                ("Stack dump:", "Please report issues to", "PLEASE submit a bug report")) or \
+                re.match(r"\d+\.\s+Program arguments:", line.strip()):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _failure(first: TranspileError, tgt: Target, tried: list[list[str]]) -> TranspileError:
+    crashed = "Error code: -" in str(first)
+    what = "crashed on" if crashed else "failed to compile"
+    sets = "; ".join(" ".join(f for f in flags if f not in tried[0]) or "the usual flags"
+                     for flags in tried)
+    return TranspileError(
+        f"IREE {compiler_version()} {what} this module for {tgt.name} with every flag set "
+        f"tried ({sets}):\n{_without_crash_dump(first.message).strip()}",
+        first.loc,
+        "this is a compiler bug, not an error in your program: see the module with "
+        "jit(f).lower(...).as_text() and report it, or rewrite the operation named above")
 
 
 def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:

@@ -95,13 +95,45 @@ class LoweringContext:
         return const
 
     def convert(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:
-        """Convert `value` (of `aval`) to `dtype`; float -> bool is ``!= 0`` as in NumPy."""
+        """Convert `value` (of `aval`) to `dtype` as JAX does: float -> bool is ``!= 0``;
+        float -> integer rounds toward zero, saturates at the integer type's bounds and
+        takes NaN to 0 (``dtypes.float_to_int`` is the same in NumPy)."""
         if aval.dtype == dtype:
             return value
         if dtype == dtypes.bool_:
             zero = self.constant(0, aval.dtype, aval.shape)
             return self.compare(value, zero, "NE", aval.dtype, aval.shape)
+        if dtypes.is_float(aval.dtype) and dtype.kind in "iu":
+            return self._float_to_int(value, aval, dtype)
         return self.op("stablehlo.convert", [value], tensor_type(aval.shape, dtype))
+
+    def _float_to_int(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:
+        # stablehlo.convert of NaN or an out-of-range float is undefined (IREE gives INT_MIN)
+        shape, source = aval.shape, aval.dtype
+        low, high = dtypes.int_bounds_as_floats(dtype)
+        with np.errstate(over="ignore"):  # float16 holds neither bound of int32: +-inf
+            high_c, low_c = self.constant(high, source, shape), self.constant(low, source, shape)
+        boolean = tensor_type(shape, dtypes.bool_)
+        above = self.compare(value, high_c, "GE", source, shape)
+        below = self.compare(value, low_c, "LE", source, shape)
+        nan = self.compare(value, value, "NE", source, shape)
+        outside = self.op("stablehlo.or", [self.op("stablehlo.or", [above, below], boolean), nan],
+                          boolean)
+        safe = self.op("stablehlo.select", [outside, self.constant(0, source, shape), value],
+                       tensor_type(shape, source))
+        result = self.op("stablehlo.convert", [safe], tensor_type(shape, dtype))
+        info = np.iinfo(dtype)
+        as_int = tensor_type(shape, dtype)
+        result = self.op("stablehlo.select", [below, self.constant(info.min, dtype, shape),
+                                              result], as_int)
+        return self.op("stablehlo.select", [above, self.constant(info.max, dtype, shape),
+                                            result], as_int)
+
+    def signbit(self, value: ir.Value, dtype: np.dtype, shape: Sequence[int]) -> ir.Value:
+        """Whether each float's sign bit is set (-0.0 and negative NaNs included)."""
+        bits = np.dtype(f"i{dtype.itemsize}")
+        as_int = self.op("stablehlo.bitcast_convert", [value], tensor_type(shape, bits))
+        return self.compare(as_int, self.constant(0, bits, shape), "LT", bits, shape)
 
     def broadcast(self, value: ir.Value, aval: ShapedArray, shape: Sequence[int]) -> ir.Value:
         """NumPy-style broadcast of `value` (right-aligned) to `shape`."""

@@ -15,6 +15,7 @@ from iree.compiler import ir
 
 from transpiler.array_methods import ArrayMethods, AvalProperties
 from transpiler.errors import TracerError, TranspileError, located, user_location
+from transpiler.lowering import fold
 from transpiler.lowering.builder import LoweringContext
 from transpiler.primitives import core
 from transpiler.primitives.core import Primitive, ShapedArray
@@ -23,12 +24,24 @@ from transpiler.primitives.core import Primitive, ShapedArray
 class Tracer(AvalProperties, ArrayMethods, core.Tracer):
     """An abstract array (shape, dtype) inside a trace; its value is an MLIR SSA value."""
 
-    __slots__ = ("aval", "value", "trace")
+    __slots__ = ("aval", "_value", "trace", "known")
 
-    def __init__(self, trace: "Trace", value: ir.Value, aval: ShapedArray) -> None:
+    def __init__(self, trace: "Trace", value: Optional[ir.Value], aval: ShapedArray,
+                 known: Optional[np.ndarray] = None) -> None:
         self.trace = trace
-        self.value = value
+        self._value = value  # None: a known value not staged until an operation uses it
         self.aval = aval
+        # Its NumPy value when it was computed from constants alone (lowering/fold.py).
+        # Nothing but folding reads it: to Python a Tracer stays a value of the future.
+        self.known = known
+
+    @property
+    def value(self) -> ir.Value:
+        """Its SSA value; a folded constant is staged the first time it is used, so
+        constants that only fed other folded operations never appear in the module."""
+        if self._value is None:
+            self._value = self.trace.stage_constant(self.known, self.aval)
+        return self._value
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
@@ -91,12 +104,16 @@ class Trace:
     same operands, same parameters) returns the earlier result instead of a second op. This
     is common subexpression elimination at trace time: it removes the forward computations
     that generated derivative code repeats (a callee's ``vjp_*`` recomputes its primal
-    output) before IREE sees them.
+    output) before IREE sees them. An application whose operands are all known is computed
+    here and staged as a constant (constant folding, lowering/fold.py).
     """
 
-    def __init__(self, block: ir.Block, parent: "Optional[Trace]" = None) -> None:
+    def __init__(self, block: ir.Block, parent: "Optional[Trace]" = None,
+                 folds: bool = True) -> None:
         self.block = block
         self.parent = parent  # the trace of the enclosing region (control flow), if any
+        # Whether operations on known values are folded (regions as their parent does).
+        self.folds = folds if parent is None else parent.folds
         self.in_loop = False  # whether this block is (inside) a loop body
         # Values returned as extra (dropped) results of the function: see lax_control.
         self.keep_alive: list[Tracer] = [] if parent is None else parent.keep_alive
@@ -111,10 +128,56 @@ class Trace:
             found = self.memo.get(key)
             if found is not None:
                 return found[0]
-        out = self._emit(prim, args, avals, out_aval, params)
+        out = self._fold(prim, args, avals, out_aval, params) if self.folds else None
+        if out is None:
+            out = self._emit(prim, args, avals, out_aval, params)
         if key is not None:
             self.memo[key] = (out, args)  # `args` pins the operands whose ids are in `key`
         return out
+
+    def _fold(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
+              out_aval: Any, params: dict[str, Any]) -> Any:
+        """The result of `prim` when folding knows it (see lowering/fold.py), else None."""
+        if any(isinstance(a, Tracer) and not self.sees(a) for a in args):
+            return None  # a tracer of another trace: _emit says so
+        knowns = [a.known if isinstance(a, Tracer) else core.to_numpy(a, aval)
+                  for a, aval in zip(args, avals)]
+        if all(k is not None for k in knowns):
+            results = fold.evaluate(prim, knowns, out_aval, params)
+        elif (chosen := fold.chosen_operand(prim, knowns, avals, out_aval)) is not None:
+            if knowns[chosen] is None:
+                return args[chosen]
+            results = [knowns[chosen]]
+        else:
+            found = fold.known_without_operands(prim, args, avals, out_aval)
+            results = None if found is None else [found]
+        if results is None:
+            return None
+        if not all(map(fold.stageable_as_constant, results)):
+            outs = self._emit(prim, args, avals, out_aval, params)
+            for tracer, value in zip(outs if prim.multiple_results else [outs], results):
+                tracer.known = value
+            return outs
+        outs = [self.constant(value, aval) for value, aval in zip(
+            results, out_aval if prim.multiple_results else [out_aval])]
+        return tuple(outs) if prim.multiple_results else outs[0]
+
+    def sees(self, tracer: Tracer) -> bool:
+        """Whether `tracer` is a value of this block or of one enclosing it."""
+        return tracer.trace is self or self.encloses(tracer.trace)
+
+    def constant(self, value: np.ndarray, aval: ShapedArray) -> Tracer:
+        """A Tracer of a known value, staged when first used (`Tracer.value`)."""
+        return Tracer(self, None, aval, known=value)
+
+    def stage_constant(self, value: np.ndarray, aval: ShapedArray) -> ir.Value:
+        """`value` as a constant at the start of this block, where every later use of it,
+        in this block or a region nested in it, sees it; a splat as one element broadcast."""
+        with ir.Location.unknown(), ir.InsertionPoint.at_block_begin(self.block):
+            ctx = LoweringContext([], aval)
+            if fold.is_splat(value) and value.size:
+                return ctx.constant(fold.first_element(value), aval.dtype, aval.shape)
+            return ctx.constant(value, aval.dtype)
 
     def _emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
               out_aval: Any, params: dict[str, Any]) -> Any:
@@ -129,7 +192,7 @@ class Trace:
     def operand(self, value: Any, aval: ShapedArray) -> ir.Value:
         """The SSA value of an operand: a Tracer's own, or a new constant."""
         if isinstance(value, Tracer):
-            if value.trace is not self and not self.encloses(value.trace):
+            if not self.sees(value):
                 raise located(TranspileError, f"a traced value ({value.aval}) escaped from the "
                               "jit trace that created it and was used in another",
                               "return values from jitted functions instead of storing "

@@ -18,6 +18,8 @@ def _convert_eval(x: ShapedArray, *, dtype: np.dtype, weak_type: bool = False) -
 
 
 def _convert_impl(x: np.ndarray, *, dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+    if dtypes.is_float(x.dtype) and dtypes.is_int(np.dtype(dtype)):
+        return dtypes.float_to_int(x, np.dtype(dtype))
     with np.errstate(all="ignore"):
         return x.astype(dtype)
 
@@ -28,7 +30,8 @@ def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype,
 
 
 convert_element_type = define("convert_element_type", impl=_convert_impl,
-                              abstract_eval=_convert_eval, lower=_convert_lower)
+                              abstract_eval=_convert_eval, lower=_convert_lower,
+                              family="elementwise")
 
 
 # bitcast_convert_type(x, dtype): reinterpret bits between types of equal width.
@@ -67,7 +70,8 @@ def _select_lower(ctx: LoweringContext, pred: Any, x: Any, y: Any) -> Any:
     return ctx.op("stablehlo.select", [pred, x, y])
 
 
-select = define("select", impl=_select_impl, abstract_eval=_select_eval, lower=_select_lower)
+select = define("select", impl=_select_impl, abstract_eval=_select_eval, lower=_select_lower,
+                family="elementwise")
 
 
 # integer_pow(x, y): x ** y for a static Python int y, by repeated squaring (exact for ints,
@@ -102,7 +106,7 @@ def _integer_pow_lower(ctx: LoweringContext, x: Any, *, y: int) -> Any:
 
 
 integer_pow = define("integer_pow", impl=_integer_pow_impl, abstract_eval=_integer_pow_eval,
-                     lower=_integer_pow_lower)
+                     lower=_integer_pow_lower, family="elementwise")
 
 
 # iota(dtype, shape, dimension): 0, 1, 2, ... along `dimension` (jnp.arange, eye, masks).
@@ -139,5 +143,5 @@ iota = define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_low
 # stop_gradient(x): the identity, whose output the transforms treat as a constant (it is
 # not differentiable, so no cotangent flows back through it; ``lax.stop_gradient``).
 stop_gradient = define("stop_gradient", impl=lambda x: x, abstract_eval=lambda x: x,
-                       lower=lambda ctx, x: x, differentiable=False,
+                       lower=lambda ctx, x: x, differentiable=False, family="elementwise",
                        doc="The identity; reverse mode treats its output as a constant.")

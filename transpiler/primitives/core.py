@@ -26,6 +26,7 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.errors import DTypeError, ShapeError, TranspileError, located
+from transpiler.per_thread import PerThreadList
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,18 @@ class Primitive:
 
     def __init__(self, name: str, *, impl: Callable, abstract_eval: Callable, lower: Callable,
                  multiple_results: bool = False, differentiable: bool = True,
-                 doc: str = "") -> None:
+                 family: Optional[str] = None, doc: str = "") -> None:
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
         self.lower = lower
         self.multiple_results = multiple_results
         self.differentiable = differentiable
+        # What the result's elements are, for rules that work on one element of a splat
+        # (trace-time constant folding): "elementwise" (each a function of the operands'
+        # elements at its position), "structural" (elements of the first operand, moved:
+        # reshape, transpose, slicing), "reduction" (combinations along axes), or None.
+        self.family = family
         self.__doc__ = doc or f"The `{name}` primitive."
         # Slots the transformation issues fill in; reserved here so every primitive has them.
         self.jvp: Optional[Any] = None
@@ -155,7 +161,7 @@ _hooks: dict[str, Callable] = {}
 # The traces being built, innermost last (see lowering/trace.py). While one is active every
 # primitive is staged into it -- including those whose operands are all concrete, so
 # ``jnp.zeros((1000, 1000))`` inside ``jit`` is a broadcast op, not a 4 MB constant.
-trace_stack: list[Any] = []
+trace_stack: PerThreadList[Any] = PerThreadList("trace_stack")
 
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:

@@ -71,7 +71,7 @@ def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float
         return ctx.op(hlo, [x])  # type: ignore[arg-type]
 
     return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
-                  differentiable=kind in ("float", "number"))
+                  differentiable=kind in ("float", "number"), family="elementwise")
 
 
 def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "number",
@@ -110,7 +110,7 @@ def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "numb
         return ctx.op(hlo, [x, y])  # type: ignore[arg-type]
 
     return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
-                  differentiable=kind in ("float", "number"))
+                  differentiable=kind in ("float", "number"), family="elementwise")
 
 
 # --- lowerings that are more than one op -----------------------------------------------
@@ -241,6 +241,29 @@ def _lower_remainder(ctx: LoweringContext, x: Any, y: Any) -> Any:
     return r
 
 
+def _lower_arctan2(ctx: LoweringContext, y: Any, x: Any) -> Any:
+    """``stablehlo.atan2`` with C's (NumPy's, JAX's) answers where IREE 3.13's differ: it
+    gives NaN for two zeros and for two infinities, and +pi for y = -0 (or y < 0 with
+    x = -inf) and x < 0. Its magnitude is right elsewhere, and the sign is always y's."""
+    y, x, dtype, shape = _prepare(ctx, y, x)
+    boolean = tensor_type(shape, dtypes.bool_)
+    const = lambda v: ctx.constant(v, dtype, shape)  # noqa: E731
+    both = lambda a, b: ctx.op("stablehlo.and", [a, b], boolean)  # noqa: E731
+    magnitude = ctx.op("stablehlo.abs", [ctx.op("stablehlo.atan2", [y, x])])
+    zeros = both(ctx.compare(y, const(0), "EQ", dtype, shape),
+                 ctx.compare(x, const(0), "EQ", dtype, shape))
+    on_zeros = ctx.op("stablehlo.select", [ctx.signbit(x, dtype, shape), const(np.pi), const(0)])
+    magnitude = ctx.op("stablehlo.select", [zeros, on_zeros, magnitude])
+    infinite = lambda v: ctx.compare(ctx.op("stablehlo.abs", [v]), const(np.inf), "EQ",  # noqa: E731
+                                     dtype, shape)
+    on_infinities = ctx.op("stablehlo.select", [ctx.compare(x, const(0), "GT", dtype, shape),
+                                                const(np.pi / 4), const(3 * np.pi / 4)])
+    magnitude = ctx.op("stablehlo.select", [both(infinite(y), infinite(x)), on_infinities,
+                                            magnitude])
+    return ctx.op("stablehlo.select", [ctx.signbit(y, dtype, shape),
+                                       ctx.op("stablehlo.negate", [magnitude]), magnitude])
+
+
 def _lower_right_shift(ctx: LoweringContext, x: Any, y: Any) -> Any:
     x, y, dtype, shape = _prepare(ctx, x, y)
     hlo = "stablehlo.shift_right_logical" if dtype.kind == "u" else \
@@ -292,7 +315,7 @@ remainder = def_binary("remainder", np.remainder, None, lower=_lower_remainder)
 power = def_binary("power", np.power, "stablehlo.power")
 maximum = def_binary("maximum", np.maximum, "stablehlo.maximum")
 minimum = def_binary("minimum", np.minimum, "stablehlo.minimum")
-arctan2 = def_binary("arctan2", np.arctan2, "stablehlo.atan2", kind="float")
+arctan2 = def_binary("arctan2", np.arctan2, None, kind="float", lower=_lower_arctan2)
 equal = def_binary("equal", np.equal, None, kind="test", direction="EQ")
 not_equal = def_binary("not_equal", np.not_equal, None, kind="test", direction="NE")
 less = def_binary("less", np.less, None, kind="test", direction="LT")

@@ -91,7 +91,8 @@ def _dynamic_slice_lower(ctx: LoweringContext, operand: Any, *starts: Any,
 
 
 dynamic_slice = define("dynamic_slice", impl=_dynamic_slice_impl,
-                       abstract_eval=_dynamic_slice_eval, lower=_dynamic_slice_lower)
+                       abstract_eval=_dynamic_slice_eval, lower=_dynamic_slice_lower,
+                       family="structural")
 
 
 # --- dynamic_update_slice(operand, update, *start_indices) ---------------------------------

@@ -23,7 +23,8 @@ reshape = define(
     "reshape",
     impl=lambda x, *, new_sizes: np.reshape(x, new_sizes),
     abstract_eval=_reshape_eval,
-    lower=lambda ctx, x, *, new_sizes: ctx.reshape(x, ctx.aval_out.dtype, new_sizes))
+    lower=lambda ctx, x, *, new_sizes: ctx.reshape(x, ctx.aval_out.dtype, new_sizes),
+    family="structural")
 
 
 # broadcast_to(x, shape): NumPy broadcasting to an explicit shape.
@@ -41,7 +42,8 @@ broadcast_to = define(
     "broadcast_to",
     impl=lambda x, *, shape: np.broadcast_to(x, shape),
     abstract_eval=_broadcast_eval,
-    lower=lambda ctx, x, *, shape: ctx.broadcast(x, ctx.avals_in[0], shape))
+    lower=lambda ctx, x, *, shape: ctx.broadcast(x, ctx.avals_in[0], shape),
+    family="structural")
 
 
 # transpose(x, permutation)
@@ -62,7 +64,8 @@ transpose = define(
     "transpose",
     impl=lambda x, *, permutation: np.transpose(x, permutation),
     abstract_eval=_transpose_eval,
-    lower=_transpose_lower)
+    lower=_transpose_lower,
+    family="structural")
 
 
 
@@ -169,7 +172,7 @@ def _rev_lower(ctx: LoweringContext, x: Any, *, dimensions: tuple[int, ...]) -> 
 
 
 rev = define("rev", impl=lambda x, *, dimensions: np.flip(x, tuple(dimensions)),
-             abstract_eval=_rev_eval, lower=_rev_lower)
+             abstract_eval=_rev_eval, lower=_rev_lower, family="structural")
 
 
 # slice(x, start_indices, limit_indices, strides): a static strided window (lax.slice).
@@ -213,7 +216,8 @@ def _slice_lower(ctx: LoweringContext, x: Any, *, start_indices: tuple[int, ...]
         "strides": i64_array(strides)})
 
 
-slice_ = define("slice", impl=_slice_impl, abstract_eval=_slice_eval, lower=_slice_lower)
+slice_ = define("slice", impl=_slice_impl, abstract_eval=_slice_eval, lower=_slice_lower,
+                family="structural")
 
 
 def _i64(value: int) -> Any:

@@ -33,9 +33,10 @@ from transpiler.lowering.trace import StagedModule, _verify, new_function
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
+from transpiler.per_thread import PerThreadList
 
 # The shard whose copy of a control-flow construct is being traced (ShardTrace.per_shard).
-_PROJECTION: list[Optional[int]] = [None]
+_PROJECTION: PerThreadList[Optional[int]] = PerThreadList("shard_projection", [None])
 
 
 class CollectiveInControlFlow(TranspileError):
@@ -50,6 +51,7 @@ class Sharded(Tracer):
     def __init__(self, parts: Sequence[Tracer], aval: ShapedArray) -> None:
         self.parts = list(parts)
         self.aval = aval
+        self.known = None  # each shard's value is its device's, never folded
 
     # Read as one shard only while that shard's copy of control flow is traced.
     @property  # type: ignore[override]
@@ -90,11 +92,8 @@ class ShardTrace:
     def emit(self, prim: core.Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
         if not any(type(a) is Sharded for a in args):
-            # Computed from constants alone: no device owns it. It is computed once and
-            # moved to each shard that uses it (`on`). (Folding such values into constants
-            # instead saved two transfers a step, but IREE 3.13 then computed a wrong
-            # psum_scatter in a module that also gathers and permutes: unplaced constants
-            # next to cross-device transfers are not reliable there.)
+            # Computed from constants alone: no device owns it. It is folded into a
+            # constant or computed once, and moved to each shard that uses it (`on`).
             return self.base.emit(prim, args, avals, out_aval, params)
         outs = [self.base.emit(prim, [self.on(k, a) for a in args], avals, out_aval, params)
                 for k in range(self.size)]
@@ -304,8 +303,10 @@ class DeviceAxis(SpmdAxis):
         block = shape[dim] // self.size
         outs = []
         for k in range(self.size):  # only block k travels to device k
-            pieces = [jnp.take(p, jnp.arange(k * block, (k + 1) * block), axis=dim)
-                      for p in parts]
+            # A static slice: IREE 3.13 computed a wrong result when this was a gather with
+            # constant indices next to the transfers (tests/test_pmap.py, from vmapped code).
+            window = (slice(None),) * dim + (slice(k * block, (k + 1) * block),)
+            pieces = [p[window] for p in parts]
             row = [p if j == k else self.shards.moved(p, k) for j, p in enumerate(pieces)]
             acc = row[0]
             for p in row[1:]:

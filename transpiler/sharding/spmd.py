@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from transpiler.errors import TranspileError, user_location
+from transpiler.per_thread import PerThreadList
 
 
 class SpmdAxis:
@@ -52,7 +53,7 @@ class SpmdAxis:
 
 
 # The axes of the pmaps being traced per shard, outermost first; vmap's names shadow them.
-SPMD: list[SpmdAxis] = []
+SPMD: PerThreadList[SpmdAxis] = PerThreadList("pmap_axes")
 
 
 def spmd_axis(axis_name: Any, op: str, axis_index_groups: Any = None) -> SpmdAxis | None:

@@ -19,11 +19,12 @@ from transpiler.array_methods import ArrayMethods  # noqa: F401  (bt.ArrayMethod
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.batching import materialize, move_to_front
 from transpiler.primitives.core import Primitive, ShapedArray, abstractify
+from transpiler.per_thread import PerThreadList
 
 # The batches of the vmaps now running, innermost last. Each is a tuple of (axis_name,
 # size) factors, outer-major: a nested vmap called on values batched by an outer one runs
 # one batch of both (vmap_api.nested_call), whose batch axis has the product of the sizes.
-AXES: list[tuple[tuple[Any, int], ...]] = []
+AXES: PerThreadList[tuple[tuple[Any, int], ...]] = PerThreadList("vmap_axes")
 
 
 def batched(dims: Any) -> bool:

@@ -1,0 +1,152 @@
+"""Answers `jit` once got wrong without a word (issue 16), each checked eager vs jit vs JAX.
+
+IREE 3.13 miscompiles a reduction of a value it can fold to a constant (dispatch formation
+fuses the constant into the reduction's body, the CPU vectorizer then adds it once per
+vector tile): trace-time constant folding (lowering/fold.py) keeps such reductions from
+reaching it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import transpiler as tp
+import transpiler.numpy as jnp
+from transpiler import lax
+
+X8 = np.arange(8, dtype=np.int32)
+
+# name -> (function of one argument, argument, JAX's answer)
+CONSTANT_REDUCTIONS = {
+    "sum of a negated broadcast": (lambda x: jnp.sum(-jnp.ones(8)) + x, 0.0, -8.0),
+    "mean of a negated broadcast": (lambda x: jnp.mean(-jnp.ones((3, 3))) + x, 0.0, -1.0),
+    "prod": (lambda x: jnp.prod(-2 * jnp.ones(8)) + x, 0.0, 256.0),
+    "max and min": (lambda x: jnp.max(-jnp.ones(8)) + jnp.min(3 * jnp.ones(4)) + x, 0.0, 2.0),
+    "argmax": (lambda x: jnp.argmax(-jnp.ones(8)) + x, 0, 0),
+    "along an axis": (lambda x: jnp.sum(-jnp.ones((3, 5)), axis=1) + x, 0.0, -5.0 * np.ones(3)),
+    "cumsum": (lambda x: jnp.cumsum(-jnp.ones(4)) + x, 0.0, -np.arange(1.0, 5.0)),
+    "a splat of 2^21 elements": (lambda x: jnp.sum(-jnp.ones(1 << 21)) + x, 0.0,
+                                 -float(1 << 21)),
+    "a dot of constants": (lambda x: jnp.dot(-jnp.ones((4, 8)), 2 * jnp.ones(8)) + x, 0.0,
+                           -16.0 * np.ones(4)),
+    # IREE folds these on unknown values, and then miscompiles the reduction the same way
+    "select with a constant predicate": (
+        lambda x: jnp.sum(jnp.where(True, -2 * jnp.ones(8), x)), np.ones(8, np.float32), -16.0),
+    "integers equal to themselves": (lambda x: jnp.sum(x == x), X8, 8),
+    "isnan of integers": (lambda x: jnp.sum(~jnp.isnan(x)), X8, 8),
+    "a scalar's gradient through an unbroadcast": (
+        lambda y: tp.grad(lambda x, y: jnp.sum(x - y), argnums=1)(np.arange(8.0), y),
+        np.float32(0.5), -8.0),
+    "a divisor's gradient": (
+        lambda y: tp.grad(lambda x, y: jnp.sum(x / y), argnums=1)(np.ones(4), y),
+        np.float32(2.0), -1.0),
+}
+
+
+@pytest.mark.parametrize("name", CONSTANT_REDUCTIONS)
+def test_reductions_of_constants(name):
+    fn, arg, want = CONSTANT_REDUCTIONS[name]
+    np.testing.assert_allclose(np.asarray(fn(arg)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(tp.jit(fn)(arg)), want, rtol=1e-6)
+
+
+def test_reductions_of_constants_match_jax():
+    jax = pytest.importorskip("jax")
+    jjnp = pytest.importorskip("jax.numpy")
+    x, y = np.arange(8.0, dtype=np.float32), np.float32(0.5)
+    want = jax.jit(jax.grad(lambda x, y: jjnp.sum(x - y), argnums=1))(x, y)
+    got = tp.jit(tp.grad(lambda x, y: jnp.sum(x - y), argnums=1))(x, y)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+    want = jax.jit(lambda x: jjnp.mean(-jjnp.ones((3, 3))) + x)(0.0)
+    np.testing.assert_allclose(np.asarray(tp.jit(lambda x: jnp.mean(-jnp.ones((3, 3))) + x)(0.0)),
+                               np.asarray(want))
+
+
+def test_constants_fold_out_of_the_module():
+    text = tp.jit(lambda x: jnp.sum(-jnp.ones(8)) + x).lower(0.0).as_text()
+    assert "stablehlo.reduce" not in text and "dense<-8.0" in text, text
+
+
+def test_large_constants_stay_operations():
+    """A non-splat constant too large to fold is computed by the module, not embedded."""
+    text = tp.jit(lambda x: jnp.arange(100_000.0) * 2 + x).lower(0.0).as_text()
+    assert "stablehlo.iota" in text and "stablehlo.multiply" in text
+    got = tp.jit(lambda x: jnp.sum(jnp.arange(100_000.0) * 2) + x)(0.0)
+    np.testing.assert_allclose(np.asarray(got), 2 * np.arange(100_000.0).sum(), rtol=1e-6)
+
+
+def test_folded_constants_inside_control_flow():
+    def f(x):
+        c = -jnp.ones(4)  # folded outside; used inside both branches and the loop
+        y = lax.cond(x > 0, lambda v: v + jnp.sum(c), lambda v: v * jnp.sum(c), x)
+        return lax.fori_loop(0, 3, lambda i, v: v + jnp.prod(2 * c), y)
+    for x in (1.0, -1.0):
+        np.testing.assert_allclose(np.asarray(tp.jit(f)(x)), np.asarray(f(x)))
+
+
+def test_reductions_of_constants_inside_pmap():
+    x = np.zeros((2, 3), np.float32)
+    got = tp.pmap(lambda v: v + jnp.sum(-jnp.ones(8)) + jnp.prod(-2 * jnp.ones(8)),
+                  axis_name="i")(x)
+    np.testing.assert_allclose(np.asarray(got), np.full((2, 3), 248.0))
+    got = tp.pmap(tp.grad(lambda v: jnp.sum(np.arange(3.0) - v[0])), axis_name="i")(x)
+    np.testing.assert_allclose(np.asarray(got), [[-3.0, 0, 0], [-3.0, 0, 0]])
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-30, -2.5], np.float32)
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]),
+                                  np.signbit(want[~np.isnan(want)]))
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+
+
+def test_arctan2_at_signed_zeros_and_infinities():
+    """IREE's atan2 gave NaN for two zeros and two infinities and +pi for y = -0, x < 0."""
+    y, x = (a.ravel() for a in np.meshgrid(SPECIAL, SPECIAL, indexing="ij"))
+    want = np.arctan2(y, x)
+    _same(jnp.arctan2(y, x), want)
+    _same(tp.jit(jnp.arctan2)(y, x), want)
+    _same(tp.jit(jnp.arctan2)(y.astype(np.float16), x.astype(np.float16)),
+          np.arctan2(y.astype(np.float16), x.astype(np.float16)))
+
+
+def test_arctan2_matches_jax():
+    jjnp = pytest.importorskip("jax.numpy")
+    y, x = (a.ravel() for a in np.meshgrid(SPECIAL, SPECIAL, indexing="ij"))
+    _same(tp.jit(jnp.arctan2)(y, x), jjnp.arctan2(y, x))
+
+
+FLOATS = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1.5, -1.5, 2147483520.0,
+                   -2147483648.0, 255.9, 256.0, -0.9, -1.0, 1e20], np.float32)
+# what JAX gives on the CPU: toward zero, saturated at the bounds, NaN to 0
+SATURATED = {
+    "int32": [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, 1, -1, 2147483520, -2**31, 255, 256,
+              0, -1, 2**31 - 1],
+    "uint8": [0, 255, 0, 255, 0, 1, 0, 255, 0, 255, 255, 0, 0, 255],
+    "int8": [0, 127, -128, 127, -128, 1, -1, 127, -128, 127, 127, 0, -1, 127],
+}
+
+
+@pytest.mark.parametrize("dtype", SATURATED)
+def test_float_to_int_conversion_saturates(dtype):
+    want = np.array(SATURATED[dtype], dtype=dtype)
+    for source in (np.float32, np.float16, jnp.bfloat16):
+        with np.errstate(over="ignore"):
+            x = FLOATS.astype(source)
+        expected = want if source == np.float32 else np.asarray(
+            jnp.asarray(x.astype(np.float32)).astype(dtype))
+        np.testing.assert_array_equal(np.asarray(jnp.asarray(x).astype(dtype)), expected)
+        np.testing.assert_array_equal(np.asarray(tp.jit(lambda v: v.astype(dtype))(x)), expected)
+
+
+def test_float_to_int_conversion_matches_jax():
+    jjnp = pytest.importorskip("jax.numpy")
+    for dtype in ("int32", "uint32", "int16", "uint8", "bool"):
+        want = np.asarray(jjnp.asarray(FLOATS).astype(dtype))
+        np.testing.assert_array_equal(np.asarray(tp.jit(lambda v: v.astype(dtype))(FLOATS)), want)
+        np.testing.assert_array_equal(np.asarray(jnp.asarray(FLOATS).astype(dtype)), want)
