@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # Tests share one compile cache per run (many tests compile the same modules).
 TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: demo test bench derivatives install clean
+.PHONY: demo test fuzz bench derivatives install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,20 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	TRANSPILER_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -n 2 -q tests
+
+# The differential tests (tests/test_differential.py: random programs, eager against IREE
+# under jit, grad, vmap and jvp, and against JAX) on many more programs than `make test`
+# runs: `make fuzz FUZZ_PROGRAMS=3000 FUZZ_SEED=123`. The seed is random unless given; the
+# run prints it, and failures name it.
+FUZZ_PROGRAMS ?= 1000
+ifeq ($(origin FUZZ_SEED),undefined)
+FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+
+fuzz: $(STAMP)
+	@echo "fuzz: FUZZ_SEED=$(FUZZ_SEED) FUZZ_PROGRAMS=$(FUZZ_PROGRAMS)"
+	FUZZ_SEED=$(FUZZ_SEED) FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) TRANSPILER_CACHE_DIR=$(TEST_CACHE) \
+		$(PY) -m pytest -n 2 -q tests/test_differential.py
 
 # Benchmarks against NumPy and JAX (installed by the `test` extra).
 bench: $(STAMP)

@@ -93,3 +93,66 @@ def test_float64_elementwise_under_jit(monkeypatch):
         assert got.dtype == ref(a).dtype, name
         np.testing.assert_allclose(np.asarray(got), ref(a), rtol=1e-13, atol=1e-300,
                                    err_msg=name)
+
+
+# --- every primitive on constants: trace-time folding against eager mode --------------------
+# Inside jit, operations on constants are computed while tracing (lowering/fold.py): splats
+# (every element equal) on one element, other small values by the eager rule. These run
+# each family's cases with their arguments as constants and as splats, and reduce each
+# case's result inside the module, where IREE once miscompiled reductions it could fold.
+
+def _splat(value):
+    array = np.asarray(value)
+    if array.ndim == 0 or array.size == 0:
+        return value
+    return np.full_like(array, array.reshape(-1)[0])
+
+
+def _eager_or_none(case, args):
+    try:
+        return case.fn(*args, **case.kwargs)
+    except Exception:  # noqa: BLE001 (a case that needs its own values: not a splat case)
+        return None
+
+
+def _check_family(cases, arg_lists, staged):
+    for case, args, got in zip(cases, arg_lists, staged):
+        want = _eager_or_none(case, args)
+        gots = got if isinstance(got, (tuple, list)) else [got]
+        wants = want if isinstance(want, (tuple, list)) else [want]
+        for g, w in zip(gots, wants):
+            assert np.asarray(g).dtype == np.asarray(w).dtype, case.label()
+            _close(g, w, max(case.rtol, 1e-5), max(case.atol, 1e-6), case.label())
+
+
+@pytest.mark.parametrize("splats", [False, True], ids=["constants", "splats"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_jit_of_constants_matches_eager(family, splats):
+    cases, arg_lists = [], []
+    for case in ALL_CASES[family]:
+        args = tuple(_splat(a) for a in case.args) if splats else case.args
+        if case.jit and _eager_or_none(case, args) is not None:
+            cases.append(case)
+            arg_lists.append(args)
+    staged = tp.jit(lambda: [c.fn(*a, **c.kwargs) for c, a in zip(cases, arg_lists)])()
+    _check_family(cases, arg_lists, staged)
+
+
+def _reduced(out):
+    """Sums and maxima of a case's float results: a reduction consuming each primitive."""
+    import transpiler.numpy as jnp
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    return [(jnp.sum(o), jnp.max(o)) for o in outs
+            if np.dtype(o.dtype).kind == "f" and np.prod(o.shape) > 0]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reductions_of_every_primitive_match_eager(family):
+    cases = [c for c in ALL_CASES[family] if c.jit]
+    staged = tp.jit(lambda all_args: [_reduced(c.fn(*a, **c.kwargs))
+                                      for c, a in zip(cases, all_args)])([c.args for c in cases])
+    for case, got in zip(cases, staged):
+        want = _reduced(case.fn(*case.args, **case.kwargs))
+        for (gs, gm), (ws, wm) in zip(got, want):
+            _close(gs, ws, max(case.rtol, 1e-5), 1e-4, case.label() + " (sum)")
+            _close(gm, wm, case.rtol, case.atol, case.label() + " (max)")

@@ -250,7 +250,7 @@ class ToAnf(LocatedTransformer):
         pre, (left, right) = self._atoms([expr.left, expr.right])
         if isinstance(expr.operator, cst.Power) and m.matches(left, m.UnaryOperation()):
             left = left.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return pre, expr.with_changes(left=left, right=right)
+        return pre, expr.with_changes(left=left, right=right, operator=_one_line(expr.operator))
 
     def _unary(self, expr: cst.UnaryOperation) -> Linearized:  # type: ignore[override]
         pre, operand = self._atom(expr.expression)
@@ -259,7 +259,7 @@ class ToAnf(LocatedTransformer):
     def _compare(self, expr: cst.Comparison) -> Linearized:  # type: ignore[override]
         (target,) = expr.comparisons
         pre, (left, right) = self._atoms([expr.left, target.comparator])
-        return pre, expr.with_changes(left=left, comparisons=[target.with_changes(comparator=right)])
+        return pre, expr.with_changes(left=left, comparisons=[_compared(target, right)])
 
     def _attribute(self, expr: cst.Attribute) -> Linearized:  # type: ignore[override]
         root = _root_name(expr)
@@ -330,7 +330,7 @@ class ToAnf(LocatedTransformer):
                comparisons: list[cst.ComparisonTarget]) -> Statements:
         """``a < b < c`` as ``t = a < b`` then, if t, ``t = b < c`` (b evaluated once)."""
         pre, (left_atom, right_atom) = self._atoms([left, comparisons[0].comparator])
-        first = cst.Comparison(left=left_atom, comparisons=[comparisons[0].with_changes(comparator=right_atom)])
+        first = cst.Comparison(left=left_atom, comparisons=[_compared(comparisons[0], right_atom)])
         out = [*pre, _assign(target, first)]
         if len(comparisons) > 1:
             rest = self._chain_rest(target, right_atom, comparisons[1:])
@@ -340,7 +340,7 @@ class ToAnf(LocatedTransformer):
     def _chain_rest(self, target: str, left_atom: cst.BaseExpression,
                     comparisons: list[cst.ComparisonTarget]) -> Statements:
         pre, right_atom = self._atom(comparisons[0].comparator)
-        step = cst.Comparison(left=left_atom, comparisons=[comparisons[0].with_changes(comparator=right_atom)])
+        step = cst.Comparison(left=left_atom, comparisons=[_compared(comparisons[0], right_atom)])
         out = [*pre, _assign(target, step)]
         if len(comparisons) > 1:
             out.append(_if(cst.Name(target), self._chain_rest(target, right_atom, comparisons[1:])))
@@ -370,6 +370,20 @@ class ToAnfOpaque(ToAnf):
 
 
 ANF_PASSES_OPAQUE: list[Stage] = [Stage("to-anf", ToAnfOpaque)]
+
+
+def _one_line(operator: Any) -> Any:
+    """An operator with single spaces around it: its own whitespace may hold the newline of
+    a parenthesized expression that spanned lines, invalid once the expression is a
+    statement of its own."""
+    changes = {name: cst.SimpleWhitespace(" ") for name in
+               ("whitespace_before", "whitespace_after", "whitespace_between")
+               if hasattr(operator, name)}
+    return operator.with_changes(**changes)
+
+
+def _compared(target: cst.ComparisonTarget, comparator: cst.BaseExpression) -> cst.ComparisonTarget:
+    return target.with_changes(comparator=comparator, operator=_one_line(target.operator))
 
 
 def to_anf(func: cst.FunctionDef, filename: str, locations: Locations,

@@ -39,7 +39,8 @@ def _sum_axes(x: Any, axes: Sequence[int]) -> Any:
     if not axes:
         return x
     aval = abstractify(x)
-    ones_ = ones(tuple(aval.shape[a] for a in axes), dtype=aval.dtype)
+    shape = aval.shape
+    ones_ = ones(tuple([shape[a] for a in axes]), dtype=aval.dtype)
     return _dot_general_p(x, ones_, dimension_numbers=((tuple(axes), tuple(range(len(axes)))),
                                                        ((), ())))
 
@@ -253,23 +254,49 @@ def _cast_to(x: Any, dtype: np.dtype) -> Any:
     return astype(x, dtype) if abstractify(x).dtype != dtype else x
 
 
-def _unify_sizes(operands: list[Any], labels: list[str]) -> list[Any]:
-    """Broadcast size-1 dimensions: a label of size 1 where another operand has size n is
-    dropped from that operand (its values are constant along the label)."""
+def _kept_axes(shapes: list[tuple[int, ...]], labels: list[str]) -> list[list[int]]:
+    """Broadcasting of size-1 dimensions: for each operand, the axes it keeps. A label of
+    size 1 where another operand has size n is dropped from that operand (its values are
+    constant along the label)."""
     sizes: dict[str, int] = {}
-    for x, term in zip(operands, labels):
-        for ch, n in zip(term, abstractify(x).shape):
+    for shape, term in zip(shapes, labels):
+        for ch, n in zip(term, shape):
             if n != 1 and sizes.get(ch, 1) not in (1, n):
                 raise shape_error(f"einsum: subscript {ch!r} has incompatible sizes "
                                   f"{sizes[ch]} and {n}")
             sizes[ch] = n if n != 1 else sizes.get(ch, 1)
-    for i, (x, term) in enumerate(zip(operands, labels)):
-        shape = abstractify(x).shape
-        keep = [j for j, ch in enumerate(term) if not (shape[j] == 1 and sizes[ch] != 1)]
-        if len(keep) != len(term):
-            operands[i] = reshape(x, tuple(shape[j] for j in keep))
-            labels[i] = "".join(term[j] for j in keep)
-    return operands
+    return [[j for j, ch in enumerate(term) if not (shape[j] == 1 and sizes[ch] != 1)]
+            for shape, term in zip(shapes, labels)]
+
+
+def _einsum_plan(avals: Sequence[ShapedArray], labels: list[str],
+                 out: str) -> list[tuple[str, list[int], list[int], str]]:
+    """For each operand, from shapes and labels alone: its labels, the axes it keeps after
+    taking diagonals (size-1 broadcasting), the axes summed out because no other operand
+    nor the output has them, and the labels it is left with."""
+    diagonal = ["".join(ch for k, ch in enumerate(term) if ch not in term[:k])
+                for term in labels]
+    shapes = [tuple(n for k, (ch, n) in enumerate(zip(term, aval.shape)) if ch not in term[:k])
+              for term, aval in zip(labels, avals)]
+    kept = _kept_axes(shapes, diagonal)
+    unified = ["".join(term[j] for j in keep) for term, keep in zip(diagonal, kept)]
+    plan = []
+    for i, term in enumerate(unified):
+        others = out + "".join(unified[:i] + unified[i + 1:])
+        summed = [j for j, ch in enumerate(term) if ch not in others]
+        plan.append((labels[i], kept[i], summed, "".join(ch for ch in term if ch in others)))
+    return plan
+
+
+def _prepared(x: Any, labels: str, keep: list[int], summed: list[int]) -> Any:
+    """One operand as `_einsum_plan` says: diagonals taken, size-1 axes dropped, axes
+    summed out. (Operands go one at a time through this: no list is updated in place, so
+    the transforms that generate code from this source see every step.)"""
+    x, _ = _take_diagonals(x, labels)
+    shape = abstractify(x).shape
+    if len(keep) != len(shape):
+        x = reshape(x, tuple(shape[j] for j in keep))
+    return _sum_axes(x, summed)
 
 
 def einsum(subscripts: str, *operands: Any, optimize: Any = "optimal", precision: Any = None,
@@ -281,19 +308,14 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = "optimal", precision
     avals = [abstractify(x, i, "einsum") for i, x in enumerate(operands)]
     labels, out = _parse_einsum(subscripts, avals)
     dtype = promote_avals(*avals)[0] if avals else dtypes.default_float()
-    ops = [_cast_to(x, dtype) for x in operands]
-    for i in range(len(ops)):
-        ops[i], labels[i] = _take_diagonals(ops[i], labels[i])
-    ops = _unify_sizes(ops, labels)
-    for i in range(len(ops)):  # sum out labels nobody else needs
-        others = out + "".join(labels[:i] + labels[i + 1:])
-        axes = [j for j, ch in enumerate(labels[i]) if ch not in others]
-        ops[i] = _sum_axes(ops[i], axes)
-        labels[i] = "".join(ch for ch in labels[i] if ch in others)
-    result, current = ops[0], labels[0]
-    for i in range(1, len(ops)):
-        rhs, rhs_labels = ops[i], labels[i]
-        later = out + "".join(labels[i + 1:])
+    plan = _einsum_plan(avals, labels, out)
+    finals = [step[3] for step in plan]
+    result = _prepared(_cast_to(operands[0], dtype), plan[0][0], plan[0][1], plan[0][2])
+    current = finals[0]
+    for i in range(1, len(operands)):
+        rhs = _prepared(_cast_to(operands[i], dtype), plan[i][0], plan[i][1], plan[i][2])
+        rhs_labels = finals[i]
+        later = out + "".join(finals[i + 1:])
         shared = [ch for ch in current if ch in rhs_labels]
         batch = [ch for ch in shared if ch in later]
         contract = [ch for ch in shared if ch not in later]

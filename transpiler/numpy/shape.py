@@ -202,13 +202,13 @@ def flipud(m: Any) -> Any:
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     """Roll elements along `axis` by a static `shift` (int or tuple, paired with axes)."""
     shifts = _static_ints(shift, "roll", "shift")
-    if axis is None:
-        aval = abstractify(a, 0, "roll")
-        return reshape(roll(ravel(a), builtins.sum(shifts), 0), aval.shape)
-    aval = abstractify(a, 0, "roll")
-    axes = (axis,) if isinstance(axis, (builtins.int, np.integer)) else tuple(axis)
-    pairs = np.broadcast(np.asarray(shifts), np.asarray(axes))
+    shape = abstractify(a, 0, "roll").shape
     out = a
+    if axis is None:  # roll the flattened array (not a call of roll: AD reads this source)
+        out, shifts, axis = ravel(a), (builtins.sum(shifts),), 0
+    aval = abstractify(out, 0, "roll")
+    axes = (axis,) if isinstance(axis, (builtins.int, np.integer)) else tuple(axis)
+    pairs = list(np.broadcast(np.asarray(shifts), np.asarray(axes)))
     for s, ax in pairs:
         ax = normalize_axis(builtins.int(ax), aval.ndim, "roll")
         n = aval.shape[ax]
@@ -216,7 +216,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         if s:
             out = sp.concatenate(_slice_axis(out, ax, n - s, n), _slice_axis(out, ax, 0, n - s),
                                  axis=ax)
-    return out
+    return reshape(out, shape)
 
 
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:

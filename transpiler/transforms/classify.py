@@ -170,6 +170,16 @@ def resolve(parts: list[str], namespace: dict[str, Any]) -> Any:
 _MISSING = object()
 
 
+def static_comprehension(value: cst.BaseExpression, namespace: dict[str, Any],
+                         local_names: set[str]) -> bool:
+    """``[abstractify(x) for x in xs]``: a list of static facts about arrays, inactive
+    whatever `xs` holds."""
+    if not (isinstance(value, cst.ListComp) and isinstance(value.elt, cst.Call)):
+        return False
+    op = classify(value.elt, namespace, local_names)
+    return op.kind == "call" and callee_kind(op.callee) == "static"
+
+
 def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: set[str]) -> Op:
     """Classify the value of `name = value` (ANF: operands are Names or literals)."""
     operands = names_in(value)

@@ -209,11 +209,7 @@ class ForwardAD(CallRules):
                 raise dropped_derivative(self, stmt)
 
     def static_comprehension(self, value: cst.BaseExpression) -> bool:
-        """``[abstractify(x) for x in xs]``: a list of static facts about arrays."""
-        if not (isinstance(value, cst.ListComp) and isinstance(value.elt, cst.Call)):
-            return False
-        op = cl.classify(value.elt, self.namespace, self.local_names)
-        return op.kind == "call" and cl.callee_kind(op.callee) == "static"
+        return cl.static_comprehension(value, self.namespace, self.local_names)
 
     def reaching(self, stmts: list[cst.BaseStatement], useful: set[str]) -> None:
         """Add to `useful` the operands of statements whose results are useful."""

@@ -236,7 +236,8 @@ class ReverseAD(LoopAdjoints):
                     self.active.update(n for n, e in zip(names, elements) if e in self.active)
                 continue
             reads = cl.reads(op)  # ad.seed(out_bar, out): only the cotangent flows
-            if any(n in self.active for n in reads) and self.propagates(op):
+            if any(n in self.active for n in reads) and self.propagates(op) and \
+                    not cl.static_comprehension(assign.value, self.namespace, self.local_names):
                 self.active_statements.add(assign)
                 for t in assign.targets:
                     self.active.update(assigned_names(t.target))
