@@ -115,9 +115,18 @@ def frame_location(frame: FrameType) -> SourceLocation:
 
 
 def user_location() -> Optional[SourceLocation]:
-    """Where in the user's code we are now (None when called from nowhere user-visible)."""
+    """Where in the user's code we are now (None when called from nowhere user-visible).
+    Generated code stands for the line it was generated from; code generated from the
+    library's own functions is passed over for the user's line that called them."""
     frame = user_frame(sys._getframe(1))
-    return frame_location(frame) if frame is not None else None
+    first = None
+    while frame is not None:
+        loc = frame_location(frame)
+        if not _is_internal(loc.file):
+            return loc
+        first = first or loc
+        frame = user_frame(frame.f_back)
+    return first
 
 
 def located(error_type: type, message: str, hint: str = "") -> TranspileError:

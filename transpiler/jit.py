@@ -19,6 +19,7 @@ import runtime
 from iree.runtime import HalBufferView, VmVariantList
 from transpiler import tree_util
 from transpiler.array import Array, DeviceArray
+from transpiler.codegen import disk_cache
 from transpiler.compiler import compile_vmfb, lower_to_stage, tiling_flags
 from transpiler.config import config
 from transpiler.lowering.trace import StagedModule, trace_to_module
@@ -206,6 +207,7 @@ class Jitted:
         self.example_args = tuple(example_args) if example_args is not None else None
         self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
         self._cache: dict[Any, Executable] = {}
+        self._free_names: Optional[tuple[str, ...]] = None  # see _bindings
         # Dispatch on argument types alone: (executable, whether all args are on its device).
         self._fast: dict[Any, tuple[Executable, bool]] = {}
         self.__name__: str = getattr(fun, "__name__", type(fun).__name__)
@@ -221,6 +223,8 @@ class Jitted:
                 fast_key = tuple(map(_DEVICE_KEY, args))
             except AttributeError:
                 fast_key = tuple(map(_fast_signature, args))
+            if self._free_names:
+                fast_key += self._bindings()
             entry = self._fast.get(fast_key)
             if entry is not None:
                 cached, on_device = entry
@@ -299,7 +303,8 @@ class Jitted:
 
     def _specialize(self, args: Sequence[Any], kwargs: dict) -> tuple[Executable, list, Any]:
         leaves, in_tree, avals, statics = self._signature(args, kwargs)
-        key = (in_tree, avals, statics)
+        bindings = self._bindings()
+        key = (in_tree, avals, statics, bindings)
         executable = self._cache.get(key)
         if executable is None:
             staged, out_tree = self._trace(args, kwargs, in_tree, avals)
@@ -311,7 +316,17 @@ class Jitted:
             if any(k is None for k in fast_key) or in_tree != tree_util.tree_structure(
                     (tuple(args), {})):
                 fast_key = None
+            elif bindings:
+                fast_key += bindings
         return executable, leaves, fast_key
+
+    def _bindings(self) -> tuple:
+        """What the globals the function reads (modules aside) are bound to now: a trace
+        is made again when one is rebound (`g = 10.` after a call), as a fresh jit would
+        see it -- JAX keeps the first trace's value instead."""
+        if self._free_names is None:
+            self._free_names = disk_cache.free_names(self._fun)
+        return disk_cache.bindings(self._fun, self._free_names) if self._free_names else ()
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Stage the function for these arguments without compiling it."""

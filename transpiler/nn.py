@@ -96,13 +96,14 @@ def erf_inv(x: Any) -> Any:
 # --- activations ---------------------------------------------------------------------------
 
 def relu(x: Any) -> Any:
-    """``max(x, 0)``."""
-    return jnp.maximum(x, 0)
+    """``max(x, 0)``, whose derivative at 0 is 0 (JAX's convention; a maximum would split
+    the tie, 0.5). NaN stays NaN."""
+    return jnp.where(x > 0, x, jnp.where(jnp.isnan(x), x, 0))
 
 
 def relu6(x: Any) -> Any:
-    """``min(max(x, 0), 6)``."""
-    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+    """``min(max(x, 0), 6)``, whose derivative is 0 at 0 and at 6 (JAX's convention)."""
+    return jnp.where(x > 0, jnp.where(x < 6, x, 6.0), jnp.where(jnp.isnan(x), x, 0))
 
 
 def sigmoid(x: Any) -> Any:

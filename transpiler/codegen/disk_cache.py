@@ -12,6 +12,7 @@ entries; a function whose callees cannot be imported (closures, lambdas) is not 
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import importlib
 import json
@@ -35,6 +36,46 @@ def _referenced_names(code: types.CodeType) -> set[str]:
         if isinstance(const, types.CodeType):
             names |= _referenced_names(const)
     return names
+
+
+class Same:
+    """An object compared by identity and kept alive: in a cache key, it changes when the
+    name it was read from is bound to something else."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rebindable_names(code: types.CodeType, modules: frozenset) -> tuple[str, ...]:
+    return tuple(sorted(_referenced_names(code) - modules))
+
+
+def free_names(fn: Callable) -> tuple[str, ...]:
+    """The free names `fn` reads (globals, closure cells) that may be rebound: all but the
+    modules."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    spaces = getattr(fn, "__globals__", {})
+    modules = frozenset(n for n in code.co_names if isinstance(spaces.get(n), types.ModuleType))
+    return _rebindable_names(code, modules)
+
+
+def bindings(fn: Callable, names: Optional[tuple[str, ...]] = None) -> tuple:
+    """What the `free_names` of `fn` refer to now. In-memory caches of generated code and
+    of traces key on it, so that code generated or traced for `fn` is made again when a
+    global it reads, or a helper it calls, is bound to something new, as a new trace sees
+    it."""
+    return tuple(Same(lookup(fn, name)) for name in (free_names(fn) if names is None else names))
 
 
 def lookup(fn: Callable, name: str) -> Any:

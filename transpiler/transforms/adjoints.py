@@ -10,6 +10,7 @@ from transpiler.frontend.cst_templates import parse_template_expression, parse_t
 
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
+from transpiler.transforms.signature import source_signature
 from transpiler.transforms.ad_utils import (
     callee_name,
     TIGHT_EQUAL,
@@ -121,6 +122,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return custom_rule(gen, stmt, op.callee, call, args, t)
     if kind == "custom_jvp":  # reverse mode from its forward rule (see custom_jvp.py)
         return runtime_rule(gen, stmt, call, args, t, helper="custom_jvp_vjp")
+    if kind == "function" and any(a.star for a in args):  # f(*args, **kwargs): bound at run
+        return runtime_rule(gen, stmt, call, args, t)     # time, as for a function argument
     if kind in ("primitive", "function"):
         return call_rule(gen, stmt, op.callee, args, t)
     what = cst.Module([]).code_for_node(call.func)
@@ -193,7 +196,7 @@ def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional
 def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, args: list,
                   t: str) -> list[cst.BaseStatement]:
     try:
-        signature = inspect.signature(fn)
+        signature = source_signature(fn)
         bound = signature.bind_partial(*range(len(positional)), **{
             a.keyword.value: -1 - i for i, a in enumerate(args) if a.keyword is not None})
     except (TypeError, ValueError) as err:
@@ -264,6 +267,12 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
     elif kind == "cotangent_index_bar" and names[2]:
         out += gen.accumulate(names[2], parse_template_expression(
             "ad.item({b}, {k})", k=args[1].value, b=bar))
+    elif kind == "cotangent_appended":  # xs.append(v), as reverse mode rewrote it
+        if names[0]:
+            out += gen.accumulate(names[0], parse_template_expression(
+                "ad.item({b}, slice(None, -1))", b=bar))
+        if names[1]:
+            out += gen.accumulate(names[1], parse_template_expression("ad.item({b}, -1)", b=bar))
     return out
 
 

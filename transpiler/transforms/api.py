@@ -8,9 +8,10 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
+from transpiler.transforms.signature import source_signature, star_name
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
-_PARSED: dict[Callable, Any] = {}
+_PARSED: dict[tuple, Any] = {}  # (function, disk_cache.bindings) -> frontend output
 
 
 def primitive_function(fun: Any) -> Any:
@@ -54,13 +55,18 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     """The generated ``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of `fn` (cached)."""
     fn = _target(fn)
     from transpiler.transforms.custom import CustomVJP, vjp_of_custom
-    if isinstance(fn, CustomVJP):  # its own rule, not its source (not cached: defvjp may follow)
+    from transpiler.transforms.custom_jvp import CustomJVP, vjp_of_custom_jvp
+    # Their own rules, not their source (not cached: defvjp/defjvp may follow)
+    if isinstance(fn, CustomVJP):
         return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom(fn, has_aux)
-    key = (fn, active, has_aux)
+    if isinstance(fn, CustomJVP):
+        return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom_jvp(fn, has_aux)
+    from transpiler.codegen import disk_cache
+    # A global rebound (or a helper redefined) since: the code is generated again
+    key = (fn, active, has_aux, disk_cache.bindings(fn))
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
-    from transpiler.codegen import disk_cache
     disk_key = disk_cache.key(fn, active, has_aux)
     loaded = _load_cached(fn, disk_key) if disk_key else None
     if loaded is not None:
@@ -95,10 +101,12 @@ def for_jit(generated: Callable) -> Callable:
 def parsed_function(fn: Callable) -> Any:
     """The frontend's output for `fn`: one parse per function, whichever transform or
     arguments are differentiated."""
-    parsed = _PARSED.get(fn)
+    from transpiler.codegen import disk_cache
+    key = (fn, disk_cache.bindings(fn))  # its namespace is read when it is parsed
+    parsed = _PARSED.get(key)
     if parsed is None:
         from transpiler.frontend import parse_function
-        parsed = _PARSED[fn] = parse_function(fn)
+        parsed = _PARSED[key] = parse_function(fn)
     return parsed
 
 
@@ -177,16 +185,17 @@ def _aliases(namespace: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _as_arrays(tree: Any) -> Any:
+def _as_arrays(tree: Any, floats: bool = False) -> Any:
+    """NumPy values in `tree` as arrays (and Python floats too, with `floats`)."""
     import numpy as np
 
     from transpiler import numpy as jnp
-    return tree_util.tree_map(
-        lambda x: jnp.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else x, tree)
+    kinds: tuple = (np.ndarray, np.generic, float, complex) if floats else (np.ndarray, np.generic)
+    return tree_util.tree_map(lambda x: jnp.asarray(x) if isinstance(x, kinds) else x, tree)
 
 
 def _positional_names(fn: Callable) -> list[str]:
-    params = inspect.signature(_target(fn)).parameters.values()
+    params = source_signature(_target(fn)).parameters.values()
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
@@ -310,13 +319,18 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
         nums = _argnums(argnums, len(args), fname)
         _check_differentiable(args, nums, fname)
         names = _positional_names(fun)
-        if max(nums) >= len(names):
-            raise TypeError(f"grad({fname}): argnums {argnums} points into *args, which is not "
-                            "supported; give the argument a name")
-        active = frozenset(names[i] for i in nums)
+        active = frozenset(names[i] for i in nums if i < len(names))
+        if max(nums) >= len(names):  # into *args: the generated code differentiates it all
+            star = star_name(_target(fun))
+            if star is None:
+                raise TypeError(f"grad({fname}): argnums {argnums} out of range for "
+                                f"{len(names)} positional parameters")
+            active |= {star}
         _, generated = vjp_function(fun, active, has_aux)
         from transpiler.transforms.runtime_helpers import SEED
-        args = tuple(_as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
+        # like JAX: NumPy inputs become arrays, and so do the Python floats differentiated
+        # (weakly typed), so the function computes on arrays wherever JAX traces
+        args = tuple(_as_arrays(a, floats=i in nums) for i, a in enumerate(args))
         out, bars = for_jit(generated)(*args, **kwargs, **{_cotangent(generated): SEED})
         grads = tuple(_finalize(bars[i], args[i]) for i in nums)
         return out, (grads[0] if isinstance(argnums, int) else grads)
@@ -348,6 +362,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
                         "positional parameters")
     active = frozenset(names[:len(primals)])
     _, generated = vjp_function(fun, active, has_aux)
+    primals = tuple(_as_arrays(p, floats=True) for p in primals)  # as value_and_grad does
     result = fun(*primals)
     out, aux = (result[0], result[1]) if has_aux else (result, None)
 

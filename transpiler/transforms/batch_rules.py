@@ -21,6 +21,8 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     from transpiler.transforms.vmap_api import Vmapped, nested_call
     if isinstance(fn, Vmapped):
         return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
+    fn = stand_in(fn)  # Python's max, min, sum: their batchable forms
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)

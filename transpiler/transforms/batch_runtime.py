@@ -20,6 +20,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.batching import materialize, move_to_front
 from transpiler.primitives.core import Primitive, ShapedArray, abstractify
 from transpiler.per_thread import PerThreadList
+from transpiler.transforms.signature import source_signature
 
 # The batches of the vmaps now running, innermost last. Each is a tuple of (axis_name,
 # size) factors, outer-major: a nested vmap called on values batched by an outer one runs
@@ -276,7 +277,7 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     from transpiler.transforms import closures
     from transpiler.transforms.api import for_jit
     from transpiler.transforms.vmap_api import batch_function
-    signature = inspect.signature(fn)
+    signature = source_signature(fn)
     try:
         signature.bind(*args, **kwargs)  # (the arguments must fit)
         bound_dims = signature.bind(*dims, **{k: kwdims.get(k) for k in kwargs})

@@ -43,7 +43,7 @@ ATTRIBUTE_TO_FUNCTION = {"T": "transpose", "mT": "matrix_transpose", "real": "re
 # Callables whose results never carry a derivative (they inspect, they don't compute).
 STATIC_BUILTINS = frozenset({len, isinstance, type, range, int, float, bool, str, print,
                              repr, hasattr, getattr, callable, id, hash, enumerate, zip,
-                             sorted, reversed, slice, builtins.max, builtins.min, abs,
+                             sorted, reversed, slice,
                              builtins.all, builtins.any, frozenset, set})
 PASS_THROUGH = frozenset({tuple, list})
 # Modules of the library whose functions only inspect shapes, dtypes and axes.
@@ -201,6 +201,8 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
             return Op("call", local_operands, callee=("local", parts[0]), callee_expr=value.func)
         callee = resolve(parts, namespace) if parts is not None and parts[0] in namespace \
             else _MISSING
+        from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
+        callee = stand_in(callee)  # Python's max, min, sum, abs: their differentiable forms
         return Op("call", local_operands, callee=callee, callee_expr=value.func)
     if isinstance(value, cst.BinaryOperation):
         return Op("binop", local_operands, callee=BINOP_TO_FUNCTION.get(type(value.operator)))
@@ -234,8 +236,10 @@ def _cotangent_helpers() -> dict[int, str]:
         from transpiler.transforms import api, forward_helpers
         from transpiler.transforms import runtime_helpers as rh
         _HELPER_KINDS.update({id(api._as_arrays): "pass", id(forward_helpers._filled): "pass",
-                              id(forward_helpers.zeros_like_tree): "static",id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
+                              id(forward_helpers.zeros_like_tree): "static",
+                              id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
                               id(rh.index_bar): "cotangent_index_bar",
+                              id(rh.appended): "cotangent_appended",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass"})
         from transpiler.transforms.vmap_api import vmap

@@ -84,3 +84,53 @@ def custom_jvp(fun: Callable | None = None, *, nondiff_argnums: Sequence[int] = 
     if fun is None:
         return lambda f: CustomJVP(f, nondiff_argnums)
     return CustomJVP(fun, nondiff_argnums)
+
+
+def _positional_names(fn: CustomJVP) -> list[str]:
+    import inspect
+    return [p.name for p in inspect.signature(fn.fun).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _name(fn: CustomJVP) -> str:
+    return getattr(fn.fun, "__name__", "custom")
+
+
+def _rule_comment(fn: CustomJVP) -> str:
+    code = getattr(fn.rule, "__code__", None)
+    where = f"  ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return f"# {_name(fn)} is a custom_jvp function: its own rule{where} gives the derivative\n"
+
+
+def jvp_of_custom_jvp(fn: CustomJVP) -> Callable:
+    """``jvp_<name>(*args, <param>_dot=...) -> (out, out_dot)`` of a custom_jvp function
+    itself (``jvp(f)`` with f custom): its rule, never its source."""
+    names = _positional_names(fn)
+
+    def jvp_custom(*args: Any, **dots: Any) -> tuple:
+        return fn.apply(args, tuple(dots.get(f"{n}_dot") for n in names[:len(args)]))
+
+    jvp_custom.__name__ = f"jvp_{_name(fn)}"
+    jvp_custom.tangent_suffix = "_dot"  # type: ignore[attr-defined]
+    jvp_custom.source = _rule_comment(fn)  # type: ignore[attr-defined]
+    return jvp_custom
+
+
+def vjp_of_custom_jvp(fn: CustomJVP, has_aux: bool) -> Callable:
+    """``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of a custom_jvp function itself
+    (``grad(f)`` with f custom): reverse mode from its rule, as when it is called inside a
+    differentiated function (forward_helpers.custom_jvp_vjp)."""
+    from transpiler.transforms import runtime_helpers as ad
+    from transpiler.transforms.forward_helpers import custom_jvp_vjp
+
+    def vjp_custom(*args: Any, _out_bar: Any = None, **kwargs: Any) -> tuple:
+        out = fn(*args, **kwargs)
+        g = ad.seed(_out_bar, out, has_aux)
+        if g is None:
+            return out, (None,) * len(args)
+        return out, custom_jvp_vjp(fn, args, kwargs, g)
+
+    vjp_custom.__name__ = f"vjp_{_name(fn)}"
+    vjp_custom.source = _rule_comment(fn)  # type: ignore[attr-defined]
+    return vjp_custom
+

@@ -17,6 +17,7 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.api import (_argnums, _positional_names, _target, for_jit,
                                        vjp_function)
+from transpiler.transforms.signature import star_name
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -24,12 +25,15 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     """The generated ``jvp_<name>(*args, <p>_dot=None ...) -> (out, out_dot)`` (cached)."""
     fn = _target(fn)
-    key = (fn, active)
+    from transpiler.transforms.custom_jvp import CustomJVP, jvp_of_custom_jvp
+    if isinstance(fn, CustomJVP):  # its own rule, not its source (not cached: see vjp_function)
+        return f"jvp_{getattr(fn, '__name__', 'custom')}", jvp_of_custom_jvp(fn)
+    from transpiler.codegen import disk_cache
+    key = (fn, active, disk_cache.bindings(fn))  # see api.vjp_function
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
     # On disk like reverse mode's code, keyed apart by a marker in the name set.
-    from transpiler.codegen import disk_cache
     from transpiler.transforms.api import _load_cached, _store_cached
     disk_key = disk_cache.key(fn, active | {"<jvp>"}, False)
     loaded = _load_cached(fn, disk_key, lambda c, a: jvp_function(c, a)[1]) \
@@ -85,11 +89,11 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
     fname = getattr(fun, "__name__", "function")
     _check_tangents(primals, tangents, fname)
     from transpiler.transforms.api import _as_arrays
-    primals, tangents = tuple(_as_arrays(tuple(primals))), tuple(_as_arrays(tuple(tangents)))
+    primals = tuple(_as_arrays(tuple(primals), floats=True))  # arrays, as JAX's tracers are
+    tangents = tuple(_as_arrays(tuple(tangents), floats=True))
     target = _differentiable_target(fun)
     names = _positional_names(target)
-    star = next((p.name for p in inspect.signature(target).parameters.values()
-                 if p.kind == p.VAR_POSITIONAL), None)
+    star = star_name(target)
     if len(primals) > len(names) and star is None:
         raise TypeError(f"jvp({fname}): {len(primals)} primals for a function with "
                         f"{len(names)} positional parameters")
@@ -181,6 +185,9 @@ class Jacobian:
         fname = getattr(self.fun, "__name__", "function")
         nums = _argnums(self.argnums, len(args), fname)
         _check_inexact(args, nums, self.kind)
+        from transpiler.transforms.api import _as_arrays
+        # like JAX: the differentiated inputs are arrays while the function runs
+        args = tuple(_as_arrays(a, floats=i in nums) for i, a in enumerate(args))
         if self.kind == "jacrev":
             return _jacrev(self.fun, args, nums, self.argnums, self.has_aux, fname)
         if self.kind == "hessian":

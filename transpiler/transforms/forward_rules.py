@@ -12,6 +12,7 @@ import libcst as cst
 
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
+from transpiler.transforms.signature import source_signature
 from transpiler.transforms.ad_utils import _assign, _jnp, callee_name
 from transpiler.transforms.structural_rules import AT_METHODS
 
@@ -114,6 +115,8 @@ class CallRules:
             raise self.error(stmt, "can't apply forward-mode autodiff (jvp) to a custom_vjp "
                              "function", "give it a custom_jvp rule, or differentiate it in "
                              "reverse mode (grad/vjp)")
+        if kind == "function" and any(a.star for a in args):  # f(*args, **kwargs): bound at
+            return self.runtime_call(stmt, t, call, args)         # run time (ad.jvp_call)
         if kind in ("primitive", "function"):
             return self.call(stmt, t, op.callee, args)
         if kind in ("local", "runtime"):
@@ -191,7 +194,7 @@ class CallRules:
         """``t, t_dot = jvp_g(<args>, <param>_dot=<tangent>, ...)``: value and tangent."""
         positional = [a for a in args if a.keyword is None]
         try:
-            signature = inspect.signature(fn)
+            signature = source_signature(fn)
             bound = signature.bind_partial(*range(len(positional)), **{
                 a.keyword.value: -1 - i for i, a in enumerate(args) if a.keyword is not None})
         except (TypeError, ValueError) as err:
@@ -285,6 +288,9 @@ class CallRules:
             return self.line(f"{self.dot(t)} = ad.add({dots[0]}, {dots[1]})")
         if kind == "cotangent_item":
             return self.line(f"{self.dot(t)} = ad.item({dots[0]}, {texts[1]})")
+        if kind == "cotangent_appended":
+            return self.line(f"{self.dot(t)} = ad.appended_tangent({texts[0]}, {dots[0]}, "
+                             f"{dots[1]})")
         return self.line(f"{self.dot(t)} = ad.index_bar({texts[0]}, {texts[1]}, {dots[2]})")
 
 

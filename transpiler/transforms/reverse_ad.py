@@ -27,6 +27,7 @@ from transpiler.transforms.ad_utils import (
     _drops,
     dropped_derivative,
     _all_assigned,
+    _append,
     _assign,
     _block,
     _deferred_error,
@@ -114,6 +115,7 @@ class ReverseAD(LoopAdjoints):
         ret = body[-1]
         if not (isinstance(ret, cst.SimpleStatementLine) and isinstance(ret.body[0], cst.Return)):
             raise self.error(ret, "internal: ANF function does not end with a return")
+        body = self.functional_appends(body)
         self.ssa = SSA(self.local_names)
         env = {p: p for p in self.params}
         forward = self.ssa.body(body[:-1], env, set(self.params))
@@ -196,6 +198,17 @@ class ReverseAD(LoopAdjoints):
             extra = ", {" + ", ".join(
                 f"{n!r}: {self.returned_bar(n, empty)}" for n in keyword_only) + "}"
         return cst.parse_statement(f"return {out_text}, ({', '.join(bars)}{trailing}){extra}")
+
+    def functional_appends(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``xs.append(v)`` on a list this function builds becomes ``xs = ad.appended(xs, v)``
+        (in every block): then the list is a value like any other, its versions on the loop
+        tapes, its cotangent a list. A list that came from elsewhere, or that another name
+        also refers to, is appended to in place as written."""
+        from transpiler.transforms import adjoint_helpers
+        alias = "ad" if self.namespace.get("ad", adjoint_helpers) is adjoint_helpers else "_ad"
+        self.namespace[alias] = adjoint_helpers
+        built = _lists_built_here(stmts, set(self.params))
+        return _rewrite_appends(stmts, built, alias, self.parsed.locations)
 
     # --- activity analysis -------------------------------------------------------------
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
@@ -335,3 +348,65 @@ class ReverseAD(LoopAdjoints):
 
 
 __all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]
+
+
+def _walk(stmts: list[cst.BaseStatement]) -> Any:
+    """Every simple statement of `stmts`, nested blocks included."""
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.FunctionDef):
+            yield from _walk(_block(stmt.body))
+            orelse = getattr(stmt, "orelse", None)
+            while orelse is not None:
+                yield from _walk(_block(orelse.body))
+                orelse = getattr(orelse, "orelse", None)
+
+
+def _lists_built_here(stmts: list[cst.BaseStatement], params: set[str]) -> set[str]:
+    """Names only ever assigned list displays (``xs = []``) and never copied to another
+    name (``ys = xs``): appending to them in place or functionally is the same."""
+    displays: set[str] = set()
+    other: set[str] = set(params)
+    for stmt in _walk(stmts):
+        assign = _assign(stmt)
+        if assign is None:
+            continue
+        if isinstance(assign.value, cst.Name):
+            other.add(assign.value.value)  # copied: another name may see the appends
+        for target in assign.targets:
+            for name in assigned_names(target.target):
+                (displays if isinstance(assign.value, cst.List) and isinstance(
+                    target.target, cst.Name) else other).add(name)
+    return displays - other
+
+
+def _rewrite_appends(stmts: list[cst.BaseStatement], built: set[str], alias: str,
+                     locations: dict) -> list[cst.BaseStatement]:
+    out: list[cst.BaseStatement] = []
+    for stmt in stmts:
+        append = _append(stmt)
+        if append is not None and append[0] in built:
+            new = cst.parse_statement(f"{append[0]} = {alias}.appended({append[0]}, {append[1]})")
+            if stmt in locations:
+                locations[new] = locations[stmt]
+            out.append(new)
+            continue
+        if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.FunctionDef):
+            stmt = _rewrite_blocks(stmt, built, alias, locations)
+        out.append(stmt)
+    return out
+
+
+def _rewrite_blocks(stmt: Any, built: set[str], alias: str, locations: dict) -> Any:
+    body = stmt.body.with_changes(body=_rewrite_appends(_block(stmt.body), built, alias,
+                                                        locations))
+    changes: dict[str, Any] = {"body": body}
+    orelse = getattr(stmt, "orelse", None)
+    if orelse is not None:
+        changes["orelse"] = _rewrite_blocks(orelse, built, alias, locations)
+    new = stmt.with_changes(**changes)
+    if stmt in locations:
+        locations[new] = locations[stmt]
+    return new
+

@@ -35,6 +35,20 @@ def item(g: Any, key: Any) -> Any:
     return g[key]
 
 
+def appended(xs: Any, value: Any) -> list:
+    """``xs.append(value)`` as a new list: reverse mode rewrites appends into this, so that a
+    list built in a loop is an ordinary value whose cotangent is a list (the last entry's
+    for `value`, the others' for `xs`)."""
+    return [*xs, value]
+
+
+def appended_tangent(xs: Any, xs_dot: Any, value_dot: Any) -> Any:
+    """The tangent of ``appended(xs, value)``: a list of tangents (None: zero)."""
+    if xs_dot is None and value_dot is None:
+        return None
+    return [*(xs_dot if xs_dot is not None else [None] * len(xs)), value_dot]
+
+
 def spread(bar: Any, args: tuple) -> tuple:
     """The cotangents of ``*args`` as a tuple of one entry per argument."""
     return tuple(bar) if bar is not None else (None,) * len(args)
@@ -215,8 +229,13 @@ def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = No
 def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
     """Raise the TranspileError the transform found for a statement, when it is reached."""
     from transpiler.codegen.disk_cache import local_path
-    from transpiler.errors import SourceLocation
+    from transpiler.errors import _PACKAGE_DIR, SourceLocation
     loc = SourceLocation(local_path(file), line, col) if file is not None else None
+    if loc is not None and loc.file.startswith(_PACKAGE_DIR):
+        # inside the library (a derivative of its own helpers): say where the user's code
+        # asked for it, and which line of the library could not be differentiated
+        message = f"{message} (in {loc.file}:{loc.line})"
+        loc = user_location()
     raise TranspileError(message, loc, hint)
 
 

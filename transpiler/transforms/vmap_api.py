@@ -16,20 +16,21 @@ from typing import Any, Callable, Optional
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
+from transpiler.transforms.signature import source_signature
 
 _GENERATED: dict[tuple, Callable] = {}
-_PARSED: dict[Callable, Any] = {}  # vmap's frontend: comprehensions lowered to loops
+_PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loops
 
 
 def batch_function(fn: Callable, batched: frozenset) -> Callable:
     """The generated ``vmap_<name>(*args, <p>_b=None ...) -> (out, out_b)`` (cached)."""
-    key = (fn, batched)
+    from transpiler.codegen import disk_cache
+    key = (fn, batched, disk_cache.bindings(fn))  # see api.vjp_function
     hit = _GENERATED.get(key)
     if hit is not None:
         return hit
     # On disk like reverse mode's code (api.py), keyed apart by a marker in the name set;
     # batched code has no generated callees (bt.call finds them at run time).
-    from transpiler.codegen import disk_cache
     from transpiler.transforms.api import _load_cached, _store_cached
     disk_key = disk_cache.key(fn, batched | {"<vmap>"}, False)
     loaded = _load_cached(fn, disk_key) if disk_key else None
@@ -40,9 +41,10 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
         from transpiler.frontend import is_library, parse_function
         from transpiler.transforms.api import emit_generated
         from transpiler.transforms.vectorize import Vectorize
-        parsed = _PARSED.get(fn)
+        parse_key = (fn, key[2])  # its namespace is read when it is parsed
+        parsed = _PARSED.get(parse_key)
         if parsed is None:
-            parsed = _PARSED[fn] = parse_function(fn, lower_comprehensions=True)
+            parsed = _PARSED[parse_key] = parse_function(fn, lower_comprehensions=True)
         generated = Vectorize(parsed, batched, library=is_library(fn)).run()
         hit = emit_generated(fn, parsed, generated, "vmap")
         hit.batch_suffix = generated.out_bar  # type: ignore[attr-defined]
@@ -99,7 +101,7 @@ class Vmapped:
         """The generated Python of the batched function (its first level)."""
         from transpiler.transforms.api import _target
         target = _target(self.fun)
-        params = [p.name for p in inspect.signature(target).parameters.values()
+        params = [p.name for p in source_signature(target).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         axes = self.in_axes
         if isinstance(axes, (tuple, list)):
@@ -191,7 +193,7 @@ def _arg_names(fun: Callable, count: int) -> list[str]:
         params = list(template.operands)
     else:
         try:
-            params = [p.name for p in inspect.signature(target).parameters.values()
+            params = [p.name for p in source_signature(target).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             params = []

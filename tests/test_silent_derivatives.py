@@ -1,0 +1,287 @@
+"""Derivatives that were once silently wrong (issue 17): each returned a value, no error.
+
+The rule these guard: a callee that receives a differentiated or batched value and cannot be
+transformed is an error at the user's line -- never a zero, never a dropped term.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import transpiler as tp
+import transpiler.numpy as jnp
+from transpiler import nn
+from transpiler.errors import TranspileError
+
+F32 = np.float32
+
+
+# --- custom rules, with the transform applied to the custom function itself -----------------
+
+@tp.custom_jvp
+def log1pexp(x):
+    return jnp.log(1.0 + jnp.exp(x))
+
+
+@log1pexp.defjvp
+def log1pexp_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return log1pexp(x), (1 - 1 / (1 + jnp.exp(x))) * x_dot
+
+
+@tp.custom_jvp
+def sided(x):
+    return x
+
+
+@sided.defjvp
+def sided_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    if x >= 0:
+        return sided(x), x_dot
+    return sided(x), 2 * x_dot
+
+
+@tp.custom_jvp
+def half_ruled(x, y):
+    return x ** 2 * y
+
+
+half_ruled.defjvps(lambda x_dot, out, x, y: 2 * x * y * x_dot, None)
+
+
+@functools.partial(tp.custom_vjp, nondiff_argnums=(0,))
+def app(f, x):
+    return f(x)
+
+
+app.defvjp(lambda f, x: (app(f, x), x), lambda f, x, g: (5 * g,))
+
+
+CUSTOM = {
+    "grad log1pexp(100)": (lambda: tp.grad(log1pexp)(100.0), 1.0),
+    "jit(grad) log1pexp(100)": (lambda: tp.jit(tp.grad(log1pexp))(100.0), 1.0),
+    "jvp log1pexp(100)": (lambda: tp.jvp(log1pexp, (100.0,), (1.0,))[1], 1.0),
+    "vmap(grad) log1pexp": (lambda: tp.vmap(tp.grad(log1pexp))(np.array([100.0, 0.0], F32)),
+                            [1.0, 0.5]),
+    "jacrev log1pexp": (lambda: tp.jacrev(log1pexp)(np.array([0.0, 100.0], F32)),
+                        np.diag([0.5, 1.0])),
+    "jacfwd log1pexp": (lambda: tp.jacfwd(log1pexp)(np.array([0.0, 100.0], F32)),
+                        np.diag([0.5, 1.0])),
+    "rule with a Python if, x < 0": (lambda: tp.grad(sided)(-1.0), 2.0),
+    "rule with a Python if, x >= 0": (lambda: tp.grad(sided)(1.0), 1.0),
+    "defjvps None is a zero": (lambda: tp.grad(half_ruled, 1)(2.0, 3.0), 0.0),
+    "defjvps rule": (lambda: tp.grad(half_ruled, 0)(2.0, 3.0), 12.0),
+    "custom_vjp with nondiff_argnums": (lambda: tp.grad(app, 1)(lambda x: x ** 3, 3.0), 5.0),
+}
+
+
+@pytest.mark.parametrize("name", CUSTOM)
+def test_custom_rule_of_the_transformed_function_is_used(name):
+    fn, want = CUSTOM[name]
+    np.testing.assert_allclose(np.asarray(fn()), want, rtol=1e-6)
+
+
+def test_second_order_through_a_custom_jvp_is_an_error_not_a_zero():
+    with pytest.raises(TranspileError):
+        tp.grad(tp.grad(lambda x: log1pexp(x)))(0.0)
+
+
+# --- relu's convention at the kink -----------------------------------------------------------
+
+@pytest.mark.parametrize("fn, x, want", [
+    (nn.relu, 0.0, 0.0), (nn.relu, 1.0, 1.0), (nn.relu, -1.0, 0.0),
+    (nn.relu6, 0.0, 0.0), (nn.relu6, 6.0, 0.0), (nn.relu6, 3.0, 1.0)])
+def test_relu_gradient_at_the_kinks_is_zero(fn, x, want):
+    assert float(tp.grad(fn)(x)) == want
+    assert float(tp.jit(tp.grad(fn))(x)) == want
+
+
+def test_relu_keeps_nan():
+    assert np.isnan(np.asarray(nn.relu(jnp.asarray(np.nan))))
+
+
+# --- list.append in a loop -------------------------------------------------------------------
+
+def appended(x):
+    outs = []
+    for i in range(3):
+        outs.append(x * (i + 1))
+    return jnp.sum(jnp.stack(outs))
+
+
+def appended_under_if(x):
+    outs = []
+    for i in range(3):
+        if i != 1:
+            outs.append(x * (i + 1))
+    return jnp.sum(jnp.stack(outs))
+
+
+@pytest.mark.parametrize("fn, want", [(appended, 6.0), (appended_under_if, 4.0)])
+@pytest.mark.parametrize("transform", ["grad", "jit(grad)", "jvp", "vmap(grad)"])
+def test_values_collected_with_append_keep_their_gradient(fn, want, transform):
+    if transform == "grad":
+        got = tp.grad(fn)(1.0)
+    elif transform == "jit(grad)":
+        got = tp.jit(tp.grad(fn))(1.0)
+    elif transform == "jvp":
+        got = tp.jvp(fn, (1.0,), (1.0,))[1]
+    else:
+        got = tp.vmap(tp.grad(fn))(np.ones(2, F32))
+    np.testing.assert_allclose(np.asarray(got), want)
+
+
+# --- builtins over traced values ---------------------------------------------------------------
+
+def with_builtins(x):
+    return max(x[0], x[1]) + min(x[1], x[2]) + abs(x[2]) + sum([x[0], x[1]])
+
+
+def test_builtin_max_min_abs_sum():
+    x = np.array([1.0, 3.0, -2.0], F32)
+    # d/dx: max picks x1, min picks x2, abs(x2) = -x2, sum adds x0 and x1
+    np.testing.assert_allclose(tp.grad(with_builtins)(x), [1.0, 2.0, 0.0])
+    np.testing.assert_allclose(tp.jvp(with_builtins, (x,), (np.ones(3, F32),))[1], 3.0)
+    xs = np.stack([x, -x])
+    np.testing.assert_allclose(tp.vmap(with_builtins)(xs), [with_builtins(r) for r in xs])
+    np.testing.assert_allclose(tp.grad(lambda v: max(v) * 2.0)(np.array([1.0, 5.0, 2.0], F32)),
+                               [0.0, 2.0, 0.0])
+    assert float(tp.grad(lambda v: v * max(2, 3))(1.0)) == 3.0
+
+
+def test_builtin_max_agrees_with_finite_differences():
+    x = np.array([0.3, -1.2, 2.5], np.float64)
+    g = np.asarray(tp.grad(with_builtins)(x.astype(F32)), np.float64)
+    eps = 1e-4
+    fd = [(with_builtins(x + eps * e) - with_builtins(x - eps * e)) / (2 * eps)
+          for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, atol=1e-3)
+
+
+# --- introspection the transforms cannot follow --------------------------------------------
+
+def reads_eval(x):
+    y = x * 2
+    return jnp.sum(eval("y * x"))
+
+
+def reads_locals(x):
+    y = x * 3
+    return jnp.sum(locals()["y"])
+
+
+@pytest.mark.parametrize("fn", [reads_eval, reads_locals])
+@pytest.mark.parametrize("transform", [tp.grad, tp.vmap])
+def test_eval_and_locals_are_errors_at_the_line(fn, transform):
+    with pytest.raises(TranspileError) as info:
+        transform(fn)(np.ones(3, F32))
+    assert f"{__file__}:" in str(info.value)
+
+
+def test_eval_runs_under_plain_jit():
+    np.testing.assert_allclose(tp.jit(reads_eval)(np.ones(3, F32)), 6.0)
+
+
+# --- decorated helpers ----------------------------------------------------------------------
+
+def tripled(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) * 3.0
+    return wrapper
+
+
+@tripled
+def doubled(x):
+    return x * 2.0
+
+
+def test_functools_wraps_helper_is_differentiated_through_the_wrapper():
+    x = np.ones(3, F32)
+    np.testing.assert_allclose(tp.grad(lambda v: jnp.sum(doubled(v)))(x), 6.0)
+    np.testing.assert_allclose(tp.jit(tp.grad(lambda v: jnp.sum(doubled(v))))(x), 6.0)
+    assert float(tp.grad(doubled)(1.0)) == 6.0
+    np.testing.assert_allclose(tp.vmap(doubled)(x), 6.0)
+    assert float(tp.jvp(doubled, (1.0,), (1.0,))[1]) == 6.0
+
+
+# --- NumPy inputs to the Jacobians -----------------------------------------------------------
+
+def stacked(x):
+    return jnp.stack([jnp.sin(x[0]) * x[1], x[0] ** 2 + jnp.exp(x[1]), x[0] * x[1] * x[2]])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "transpiler"])
+@pytest.mark.parametrize("jac", [tp.jacrev, tp.jacfwd])
+def test_jacobians_of_numpy_inputs(jac, kind):
+    x = np.array([0.5, 1.5, 2.0], F32)
+    a, b, c = (float(v) for v in x)
+    want = [[np.cos(a) * b, np.sin(a), 0.0], [2 * a, np.exp(b), 0.0], [b * c, a * c, a * b]]
+    arg = {"numpy": x, "transpiler": jnp.asarray(x)}[kind]
+    np.testing.assert_allclose(np.asarray(jac(stacked)(arg)), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("arg", [2.0, np.float32(2.0), np.float64(2.0), np.array(2.0, F32)])
+def test_scalar_inputs_of_every_kind(arg):
+    f = lambda x: x ** 3
+    assert float(tp.grad(f)(arg)) == pytest.approx(12.0)
+    assert float(tp.jacfwd(f)(arg)) == pytest.approx(12.0)
+    assert float(tp.jacrev(f)(arg)) == pytest.approx(12.0)
+    assert float(tp.jvp(f, (arg,), (1.0,))[1]) == pytest.approx(12.0)
+
+
+# --- globals and helpers rebound between calls -------------------------------------------------
+
+def _module(source: str) -> types.ModuleType:
+    """A module of `source`, written to a file so the transforms can read it."""
+    import importlib.util
+    import tempfile
+    path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
+    path.write(source)
+    path.close()
+    spec = importlib.util.spec_from_file_location(f"rebinding_{id(path)}", path.name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+REBINDING = """
+K = 1.0
+
+def helper(x):
+    return x * 2.0
+
+def f(x):
+    return helper(x) * K
+"""
+
+
+def test_grad_vmap_jvp_see_rebound_globals_and_helpers():
+    m = _module(REBINDING)
+    assert float(tp.grad(m.f)(1.0)) == 2.0
+    m.K = 5.0
+    assert float(tp.grad(m.f)(1.0)) == 10.0
+    m.helper = lambda x: x * 3.0
+    assert float(tp.grad(m.f)(1.0)) == 15.0
+    assert float(tp.jit(tp.grad(m.f))(1.0)) == 15.0
+    np.testing.assert_allclose(tp.vmap(m.f)(jnp.ones(2)), 15.0)
+    assert float(tp.jvp(m.f, (1.0,), (1.0,))[1]) == 15.0
+
+
+def test_jit_retraces_when_a_global_it_read_is_rebound():
+    """Deliberately unlike JAX (which keeps the traced value): a jitted function never
+    computes with a value its global no longer has."""
+    m = _module("G = 0.0\n\ndef impure(x):\n    return x + G\n")
+    f = tp.jit(m.impure)
+    assert float(f(4.0)) == 4.0
+    m.G = 10.0
+    assert float(f(5.0)) == 15.0
+    m.G = jnp.ones(3)
+    np.testing.assert_allclose(f(1.0), [2.0, 2.0, 2.0])

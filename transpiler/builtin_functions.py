@@ -1,0 +1,69 @@
+"""Python's ``max``, ``min``, ``sum`` and ``abs`` as the transforms see them.
+
+A transformed function that calls ``max(x[0], x[1])`` on differentiated or batched values
+reaches one of these instead of the builtin (transforms/classify.py): each computes what
+the builtin computes, written so that `grad`, `jvp` and `vmap` can be generated from its
+source. ``max(a, b)`` is ``a`` unless ``b > a`` (the first of equal values, as Python
+picks), so its derivative follows the value picked, as JAX's tracing of ``max`` does.
+Arrays with more than one element have no truth value: comparing them is a `TypeError`,
+as it is in Python.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from transpiler import numpy as jnp
+from transpiler.primitives.core import abstractify
+
+
+def _candidates(name: str, args: tuple) -> Any:
+    values = args[0] if len(args) == 1 else args
+    if builtins.len(values) == 0:
+        raise ValueError(f"{name}() arg is an empty sequence")
+    for value in values:
+        if abstractify(value).size != 1:
+            raise TypeError(f"{name}(): the truth value of an array with more than one "
+                            "element is ambiguous", )
+    return values
+
+
+def max(*args: Any) -> Any:
+    """``max(a, b, ...)`` or ``max(iterable)``: the first largest."""
+    values = _candidates("max", args)
+    best = values[0]
+    for value in values[1:]:
+        best = jnp.where(value > best, value, best)
+    return best
+
+
+def min(*args: Any) -> Any:
+    """``min(a, b, ...)`` or ``min(iterable)``: the first smallest."""
+    values = _candidates("min", args)
+    best = values[0]
+    for value in values[1:]:
+        best = jnp.where(value < best, value, best)
+    return best
+
+
+def sum(values: Any, start: Any = 0) -> Any:
+    """``sum(iterable, start=0)``: ``start + v0 + v1 + ...`` in order."""
+    total = start
+    for value in values:
+        total = total + value
+    return total
+
+
+abs = jnp.abs
+
+# The builtins these stand in for, in transformed code.
+REPLACES = {builtins.max: max, builtins.min: min, builtins.sum: sum, builtins.abs: abs}
+
+
+def stand_in(fn: Any) -> Any:
+    """What the transforms differentiate or batch for a call of `fn`."""
+    try:
+        return REPLACES.get(fn, fn)
+    except TypeError:  # unhashable: not a builtin
+        return fn
