@@ -451,5 +451,5 @@ def test_generator_is_deterministic_and_covers_its_tables():
                if random_programs.available(op.template)}
     wanted |= {"constant_reduction", "scalar_unbroadcast", "where", "clip", "index",
                "index_update:set", "index_update:add", "join:jnp.concatenate", "join:jnp.stack",
-               "reduce:sum", "reduce:prod", "reduce:max", "cumulative:jnp.cumsum"}
+               "reduce:sum", "reduce:prod", "reduce:max", "cumulative:jnp.cumsum", "looped"}
     assert not wanted - tags, f"never generated: {sorted(wanted - tags)}"

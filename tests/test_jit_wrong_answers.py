@@ -94,6 +94,31 @@ def test_reductions_of_constants_inside_pmap():
     np.testing.assert_allclose(np.asarray(got), [[-3.0, 0, 0], [-3.0, 0, 0]])
 
 
+def _batched_dot_of_a_max(x):  # found by the random programs (a jit(vmap) of jnp.inner)
+    v = jnp.reshape(x, (3, 4, 2))
+    return jnp.inner(v, jnp.max(v, axis=-2)).mean()
+
+
+def _batch_matmul_of_a_broadcast_max(z, w):
+    m = jnp.max(w, axis=1)
+    return jnp.einsum("bjk,bkl->bjl", z, jnp.broadcast_to(m[:, :, None], m.shape + m.shape[-1:]))
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 2), (2, 8, 4), (4, 64, 64)])
+def test_batched_dot_of_a_reduction(shape):
+    """IREE 3.13 with data tiling miscompiled a batched dot_general whose operand a
+    reduction computes (off by up to 7.5 at 4x64x64); an optimization barrier keeps the
+    reduction out of the matmul's dispatch."""
+    rng = np.random.default_rng(0)
+    z, w = (rng.uniform(-2, 2, shape).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(np.asarray(tp.jit(_batch_matmul_of_a_broadcast_max)(z, w)),
+                               np.asarray(_batch_matmul_of_a_broadcast_max(z, w)),
+                               rtol=1e-5, atol=1e-5)
+    xs = rng.uniform(-2, 2, (3, 24)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(tp.jit(tp.vmap(_batched_dot_of_a_max))(xs)),
+                               np.asarray(tp.vmap(_batched_dot_of_a_max)(xs)), rtol=1e-5)
+
+
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-30, -2.5], np.float32)
 
 

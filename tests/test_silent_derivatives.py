@@ -285,3 +285,91 @@ def test_jit_retraces_when_a_global_it_read_is_rebound():
     assert float(f(5.0)) == 15.0
     m.G = jnp.ones(3)
     np.testing.assert_allclose(f(1.0), [2.0, 2.0, 2.0])
+
+
+# --- values assigned again in every iteration of a Python loop --------------------------------
+
+def last_iteration(x):
+    for i in range(3):
+        y = x * i
+    return y
+
+
+def last_taken_branch(x):
+    for i in range(3):
+        if i < 2:
+            y = x * (i + 1)
+    return y
+
+
+def static_while(x):
+    i = 0
+    while i < 3:
+        y = jnp.sin(x) * i
+        i += 1
+    return y
+
+
+def nested_loops(x):
+    for i in range(2):
+        for j in range(3):
+            y = x * (i + j)
+    return y
+
+
+def read_inside_and_after(x):
+    acc = 0.0
+    for i in range(3):
+        y = x * i
+        acc = acc + y
+    return acc + y
+
+
+def mlp(params, inputs):  # JAX's README: the loop variable changes shape
+    for W, b in params:
+        outputs = jnp.dot(inputs, W) + b
+        inputs = jnp.tanh(outputs)
+    return outputs
+
+
+@pytest.mark.parametrize("fn, want", [
+    (last_iteration, 2.0), (last_taken_branch, 2.0), (static_while, 2 * np.cos(1.0)),
+    (nested_loops, 3.0), (read_inside_and_after, 5.0)])
+def test_a_value_reassigned_in_a_loop_gets_only_its_last_cotangent(fn, want):
+    np.testing.assert_allclose(tp.grad(fn)(1.0), want, rtol=1e-6)
+    np.testing.assert_allclose(tp.jit(tp.grad(fn))(1.0), want, rtol=1e-6)
+    np.testing.assert_allclose(tp.vmap(tp.grad(fn))(jnp.ones(2)), [want, want], rtol=1e-6)
+
+
+def test_the_mlp_of_jax_readme_against_finite_differences():
+    rng = np.random.default_rng(0)
+    params = [(rng.normal(size=(3, 4)), rng.normal(size=4)),
+              (rng.normal(size=(4, 2)), rng.normal(size=2))]
+    x = rng.normal(size=(5, 3))
+
+    def loss(p, inputs):
+        return jnp.sum(mlp(p, inputs) ** 2)
+
+    f32 = [(w.astype(F32), b.astype(F32)) for w, b in params]
+    grads = tp.grad(loss)(f32, x.astype(F32))
+    jitted = tp.jit(tp.grad(loss))(f32, x.astype(F32))
+
+    def numpy_loss(p):
+        h = x
+        for w, b in p:
+            out = h @ w + b
+            h = np.tanh(out)
+        return np.sum(out ** 2)
+
+    eps = 1e-6
+    for layer, (w, b) in enumerate(params):
+        for k, leaf in enumerate((w, b)):
+            fd = np.zeros_like(leaf)
+            for idx in np.ndindex(leaf.shape):
+                up = [[a.copy() for a in pair] for pair in params]
+                down = [[a.copy() for a in pair] for pair in params]
+                up[layer][k][idx] += eps
+                down[layer][k][idx] -= eps
+                fd[idx] = (numpy_loss(up) - numpy_loss(down)) / (2 * eps)
+            np.testing.assert_allclose(grads[layer][k], fd, rtol=2e-3, atol=2e-3)
+            np.testing.assert_allclose(jitted[layer][k], fd, rtol=2e-3, atol=2e-3)

@@ -55,6 +55,7 @@ SHAPE_FAMILIES = (
 MAX_SIZE = 48            # no value grows beyond this many elements
 SQUASH_ABOVE = 10.0      # a value whose magnitude may exceed this is squashed back
 STATEMENTS = (3, 9)      # statements per program, before the return
+LOOPED = 0.1             # the chance a statement is assigned again in a loop's every iteration
 ARGUMENT_KINDS = {
     # kind: (range the values are drawn from, the interval the generator assumes; it is a
     # little wider so that finite-difference steps stay inside)
@@ -464,7 +465,15 @@ class _ProgramBuilder:
         for v in statement.uses:
             v.used = True
         name = f"v{len(self.lines)}"
-        self.lines.append(f"{name} = {text}")
+        if statement.uses and self.chance(LOOPED):
+            # Assigned again in every iteration of a Python loop, the last one's value the
+            # same: its derivative is the last iteration's alone.
+            trips = int(self.rng.integers(2, 4))
+            self.lines.append(f"for _i in range({trips}):\n"
+                              f"        {name} = ({text}) * ((_i + 1) / {trips})")
+            self.tags.add("looped")
+        else:
+            self.lines.append(f"{name} = {text}")
         self.values.append(_Value(name, statement.shape, interval))
         self.tags.add(statement.tag)
         self.smooth &= statement.smooth

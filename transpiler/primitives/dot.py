@@ -146,6 +146,35 @@ def _to_compute(ctx: LoweringContext, value: Any, aval: ShapedArray, operand: np
     return ctx.convert(value, aval.update(dtype=operand), work)
 
 
+# How far back `_computed_by_reduction` looks through an operand's producers.
+_PRODUCERS_SEEN = 32
+
+
+def _computed_by_reduction(value: Any) -> bool:
+    """Whether a `stablehlo.reduce` is among the ops that compute `value` (within
+    `_PRODUCERS_SEEN` of them, in this region)."""
+    from iree.compiler import ir
+    pending, seen = [value], 0
+    while pending and seen < _PRODUCERS_SEEN:
+        current = pending.pop()
+        owner = current.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):  # an argument of a block
+            continue
+        seen += 1
+        if owner.name == "stablehlo.reduce":
+            return True
+        pending.extend(owner.operands)
+    return False
+
+
+def _unfused(ctx: LoweringContext, value: Any) -> Any:
+    """`value` behind an optimization barrier. IREE 3.13 with data tiling miscompiles a
+    batched dot_general whose operand a reduction computes in the same dispatch (a
+    [3,4,2] x [3,2] batch from a max over axis 1 was off by up to 3.7; tests/
+    test_jit_wrong_answers.py): the barrier keeps the producers in a dispatch of their own."""
+    return ctx.op("stablehlo.optimization_barrier", [value], value.type)
+
+
 def _dot_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, dimension_numbers: DimensionNumbers,
                preferred_element_type: Optional[np.dtype] = None) -> Any:
     lhs_aval, rhs_aval = ctx.avals_in
@@ -154,6 +183,8 @@ def _dot_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, dimension_numbers: D
     work = _compute_dtype(operand, result)
     lhs = _to_compute(ctx, lhs, lhs_aval, operand, work)
     rhs = _to_compute(ctx, rhs, rhs_aval, operand, work)
+    if dimension_numbers[1][0]:  # batched
+        lhs, rhs = (_unfused(ctx, v) if _computed_by_reduction(v) else v for v in (lhs, rhs))
     value = ctx.op("stablehlo.dot_general", [lhs, rhs], tensor_type(out.shape, work),
                    {"dot_dimension_numbers": _dims_attr(dimension_numbers)})
     return ctx.convert(value, ShapedArray(out.shape, work), result)

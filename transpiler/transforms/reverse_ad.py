@@ -143,6 +143,10 @@ class ReverseAD(LoopAdjoints):
         backward: list[cst.BaseStatement] = []
         self.has_bar: set[str] = set()
         self.maybe_none: set[str] = set()  # bars that may hold None (zero) at run time
+        # Names assigned again in every iteration of an enclosing loop whose cotangent
+        # outlives one iteration of its adjoint: once the adjoint of their assignment is
+        # done, the cotangent starts over (the earlier iteration's value is another value).
+        self.resets: set[str] = set()
         if out_name is not None and out_name in self.active:
             seed = "ad.seed(" + self.out_bar + ", {out}, has_aux={aux})"
             backward.append(parse_template_statement(
@@ -264,10 +268,9 @@ class ReverseAD(LoopAdjoints):
         return cl.propagates(op)
 
     # --- the backward pass -------------------------------------------------------------
-    def backward(self, stmts: list[cst.BaseStatement],
-                 resets: frozenset[str] | set[str] = frozenset()) -> list[cst.BaseStatement]:
-        """Adjoints of `stmts` in reverse. Names in `resets` are assigned again in earlier
-        loop iterations: once their value's adjoint is done, their cotangent starts over."""
+    def backward(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """Adjoints of `stmts` in reverse (`self.resets`: cotangents that start over once
+        the adjoint of their assignment is done)."""
         from transpiler.transforms.adjoints import adjoint_of
         out: list[cst.BaseStatement] = []
         for stmt in reversed(stmts):
@@ -303,7 +306,7 @@ class ReverseAD(LoopAdjoints):
                 test = " or ".join(f"{self.bar(t)} is not None" for t in guarded)
                 lines = [cst.If(test=cst.parse_expression(test), body=cst.IndentedBlock(body=lines))]
             for name in targets:
-                if name in resets:
+                if name in self.resets:
                     lines.append(parse_template_statement("{b} = None", b=self.bar_node(name)))
             if lines:
                 loc = self.location(stmt)

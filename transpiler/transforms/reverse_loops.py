@@ -124,7 +124,15 @@ class LoopAdjoints:
                 lines += self.accumulate(version, self.bar_node(carried))
                 lines.append(parse_template_statement("{b} = None", b=self.bar_node(carried)))
                 self.maybe_none |= {carried, version}
-        lines += self.backward(core, resets={c for c, _ in copies})
+        # A value assigned in the body whose cotangent exists before the body's adjoint
+        # (one read after the loop) is a new value each iteration: the cotangent reaches
+        # the last iteration's only, so it starts over once that assignment's adjoint ran.
+        outlives = (defined_inside & before) - set(outer)
+        self.maybe_none |= outlives
+        enclosing = self.resets
+        self.resets = enclosing | outlives | {c for c, _ in copies}
+        lines += self.backward(core)
+        self.resets = enclosing
         self.has_bar = before | (self.has_bar - defined_inside)
         unpack = cast(cst.For, cst.parse_statement(
             f"for ({', '.join(saved)},) in {tape}[::-1]:\n    pass\n"))
