@@ -373,3 +373,47 @@ def test_the_mlp_of_jax_readme_against_finite_differences():
                 fd[idx] = (numpy_loss(up) - numpy_loss(down)) / (2 * eps)
             np.testing.assert_allclose(grads[layer][k], fd, rtol=2e-3, atol=2e-3)
             np.testing.assert_allclose(jitted[layer][k], fd, rtol=2e-3, atol=2e-3)
+
+
+# --- NumPy's functions on our arrays in transformed code ---------------------------------------
+
+def numpy_calls(x):
+    return np.sum(np.sin(x) * x) + np.mean(x)
+
+
+def test_numpy_functions_are_transpiler_numpy_functions_in_transformed_code():
+    x = np.arange(3, dtype=F32)
+    want = np.sin(x) + x * np.cos(x) + 1 / 3
+    np.testing.assert_allclose(tp.grad(numpy_calls)(x), want, rtol=1e-5)
+    np.testing.assert_allclose(tp.jit(tp.grad(numpy_calls))(x), want, rtol=1e-5)
+    xs = np.stack([x, 2 * x])  # a NumPy reduction over the batch would be wrong here
+    np.testing.assert_allclose(tp.vmap(numpy_calls)(xs), [numpy_calls(r) for r in xs],
+                               rtol=1e-6)
+    np.testing.assert_allclose(tp.jvp(numpy_calls, (x,), (np.ones(3, F32),))[1], want.sum(),
+                               rtol=1e-5)
+
+
+# --- transforms of transforms, and what bad input gets -----------------------------------------
+
+def test_third_derivative_of_a_primitive():
+    np.testing.assert_allclose(tp.grad(tp.grad(tp.grad(jnp.sin)))(1.0), -np.cos(1.0), rtol=1e-6)
+
+
+def test_has_aux_without_a_pair_is_an_error_at_the_call():
+    with pytest.raises(TranspileError, match="must return a pair") as info:
+        tp.grad(lambda x: x * 2, has_aux=True)(1.0)
+    assert f"{__file__}:" in str(info.value)
+
+
+def test_out_of_range_static_argnums_is_an_error():
+    with pytest.raises(ValueError, match="static_argnums"):
+        tp.jit(lambda x: x, static_argnums=3)
+    assert float(tp.jit(lambda *xs: xs[0], static_argnums=3)(1.0, 2, 3, 4)) == 1.0
+
+
+def test_control_flow_errors_are_messages_not_tuples():
+    from transpiler import lax
+    with pytest.raises(TypeError) as info:
+        tp.jit(lambda x: lax.cond(x > 0, lambda v: v, lambda v: (v, v), x))(1.0)
+    assert isinstance(info.value, TranspileError)
+    assert not str(info.value).startswith("(") and f"{__file__}:" in str(info.value)

@@ -61,9 +61,21 @@ abs = jnp.abs
 REPLACES = {builtins.max: max, builtins.min: min, builtins.sum: sum, builtins.abs: abs}
 
 
-def stand_in(fn: Any) -> Any:
-    """What the transforms differentiate or batch for a call of `fn`."""
+def stand_in(fn: Any, numpy: bool = True) -> Any:
+    """What the transforms differentiate or batch for a call of `fn`: the builtins above,
+    and (with `numpy`: in the user's code, not in the library's own, which calls NumPy on
+    static values) NumPy's functions as `transpiler.numpy`'s of the same name
+    (``np.sum(x)`` in a transformed function is ``jnp.sum(x)``, as NumPy would dispatch
+    it on an array type of its own)."""
     try:
-        return REPLACES.get(fn, fn)
+        replaced = REPLACES.get(fn)
     except TypeError:  # unhashable: not a builtin
         return fn
+    if replaced is not None:
+        return replaced
+    module = getattr(fn, "__module__", None) or ""
+    if numpy and (module == "numpy" or module.startswith("numpy.")) and callable(fn):
+        ours = getattr(jnp, getattr(fn, "__name__", ""), None)
+        if ours is not None and callable(ours):
+            return ours
+    return fn

@@ -182,7 +182,8 @@ def _highlight(text: str, kind: str) -> str:
 # --- build -------------------------------------------------------------------------------------------
 def build_command(args: Any) -> int:
     from transpiler.cli_build import compile_artifact, lower_all, python_module
-    from transpiler.compiler import TARGETS, write_atomic
+    from transpiler.cache_files import write_atomic
+    from transpiler.compiler import TARGETS
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     unknown = [t for t in targets if t not in TARGETS and t != "stablehlo"]
     if unknown:

@@ -39,7 +39,7 @@ def python_module(path: Path, chosen: dict, manifest: dict) -> str:
 def lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[list, list]:
     """Trace each function once (tracing is not thread-safe): its .mlir, its manifest
     entry, and the compile jobs; a function that fails to trace fails all its targets."""
-    from transpiler.compiler import write_atomic
+    from transpiler.cache_files import write_atomic
     from transpiler.sharding.pmap_api import Pmapped
     jobs, failures = [], []
     for fname, (fn, specs) in chosen.items():

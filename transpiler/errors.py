@@ -122,13 +122,30 @@ def user_location() -> Optional[SourceLocation]:
     first = None
     while frame is not None:
         loc = frame_location(frame)
-        if not _is_internal(loc.file):
-            return loc
+        if not _is_internal(loc.file) and loc.file not in GENERATED_SOURCE_MAPS:
+            return loc  # (a generated line that maps to no line of the user's is passed over)
         first = first or loc
         frame = user_frame(frame.f_back)
     return first
 
 
 def located(error_type: type, message: str, hint: str = "") -> TranspileError:
-    """Build a `TranspileError` of `error_type` at the user's current line."""
-    return error_type(message, user_location(), hint)
+    """Build a `TranspileError` of `error_type` at the user's current line (a builtin
+    `error_type` such as TypeError becomes a TranspileError that is also one)."""
+    return located_type(error_type)(message, user_location(), hint)
+
+
+_LOCATED_TYPES: dict[type, type] = {}
+
+
+def located_type(error_type: type) -> type:
+    """`error_type` if it is a TranspileError, else a TranspileError subclass that is also an
+    `error_type` (so ``except TypeError`` still catches it, and it prints as a message)."""
+    if issubclass(error_type, TranspileError):
+        return error_type
+    mixed = _LOCATED_TYPES.get(error_type)
+    if mixed is None:
+        mixed = _LOCATED_TYPES[error_type] = type(
+            error_type.__name__, (TranspileError, error_type),
+            {"__module__": __name__, "__doc__": f"A {error_type.__name__} at the user's line."})
+    return mixed

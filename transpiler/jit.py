@@ -22,6 +22,7 @@ from transpiler.array import Array, DeviceArray
 from transpiler.codegen import disk_cache
 from transpiler.compiler import compile_vmfb, lower_to_stage, tiling_flags
 from transpiler.config import config
+from transpiler.errors import located
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
@@ -151,7 +152,7 @@ class Compiled:
     def save(self, path: Any) -> None:
         """Write the .vmfb; ``runtime.load(path)`` runs it with no compiler installed."""
         from pathlib import Path
-        from transpiler.compiler import write_atomic
+        from transpiler.cache_files import write_atomic
         write_atomic(Path(path), self.executable.vmfb)
 
 
@@ -172,7 +173,7 @@ class CrossCompiled:
 
     def save(self, path: Any) -> None:
         from pathlib import Path
-        from transpiler.compiler import write_atomic
+        from transpiler.cache_files import write_atomic
         write_atomic(Path(path), self.vmfb)
 
 
@@ -199,7 +200,7 @@ class Jitted:
                  ) -> None:
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self._fun = fun
         self._converted: Optional[Callable] = None  # see _traced_fun
         self._device = device
@@ -362,6 +363,12 @@ def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset,
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                       p.POSITIONAL_OR_KEYWORD)]
     n = len(positional)
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    if params and not varargs and any(i >= n or i < -n for i in nums):
+        raise located(ValueError, f"jitted function has static_argnums={tuple(nums)}, but "
+                      f"{getattr(fun, '__name__', 'it')} only accepts {n} positional "
+                      f"argument{'s' if n != 1 else ''}",
+                      "static_argnums count the function's positional parameters from 0")
     nums = tuple(i + n if i < 0 else i for i in nums)
     for i in nums:  # like JAX: static argnums and argnames name the same parameters
         if i < n:

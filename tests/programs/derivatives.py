@@ -32,10 +32,11 @@ def generate(cache: Path) -> dict[str, str]:
         if not program.pending:
             tp.grad(program.fn, argnums=program.argnums, has_aux=program.has_aux).source
     tp.value_and_grad(ad.mlp_loss).source
+    from transpiler.codegen.disk_cache import load_entry
     entries = {}
     for path in sorted((cache / "ad").glob("*/*.json")):
-        record = json.loads(path.read_text())
-        if (record.get("module") or "").startswith("transpiler."):
+        record = load_entry(path)
+        if record is not None and (record.get("module") or "").startswith("transpiler."):
             entries[path.name] = json.dumps(record, indent=1, sort_keys=True) + "\n"
     return entries
 

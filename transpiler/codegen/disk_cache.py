@@ -21,12 +21,13 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from transpiler.compiler import write_atomic
+from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import SourceLocation
 from transpiler.per_thread import PerThreadList
 
 FORMAT = "1"
+_RECORD = "AD1"  # the header of a record on disk (transpiler/cache_files.py)
 _MISSING = object()
 
 
@@ -237,22 +238,36 @@ BUNDLE_DIR = Path(PACKAGE_ROOT) / "transforms" / "derivatives"
 
 
 def read(entry_key: str) -> Optional[dict]:
-    for path in (_path(entry_key), BUNDLE_DIR / f"{entry_key}.json"):
-        if path.parent == BUNDLE_DIR and not config.bundled_derivatives:
-            continue
-        try:
-            record = json.loads(path.read_text())
+    """The record of `entry_key`, from the cache or the package's bundle; a damaged or
+    foreign cache entry is reported once and deleted."""
+    record = load_entry(_path(entry_key))
+    if record is None and config.bundled_derivatives:
+        try:  # shipped as plain JSON (readable, diffable; checked by make derivatives)
+            record = json.loads((BUNDLE_DIR / f"{entry_key}.json").read_text())
         except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("format") == FORMAT:
-            return record
+            return None
+    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+
+
+def load_entry(path: Path) -> Optional[dict]:
+    """The record in the cache entry at `path`, None if there is none or it is damaged."""
+    data = read_sealed(path, _RECORD)
+    if data is None:
+        return None
+    try:
+        record = json.loads(data)
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and record.get("format") == FORMAT:
+        return record
+    reject(path, "not a record of this version")
     return None
 
 
 def write(entry_key: str, record: dict) -> None:
     record = dict(record, format=FORMAT)
     try:
-        write_atomic(_path(entry_key), json.dumps(record).encode())
+        write_sealed(_path(entry_key), _RECORD, json.dumps(record).encode())
     except OSError:
         pass  # a read-only cache only costs the next process a transform
 

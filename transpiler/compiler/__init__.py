@@ -11,22 +11,21 @@ import contextlib
 import hashlib
 import io
 import logging
-import os
 import platform
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+from transpiler.cache_files import read_sealed, write_sealed
 from transpiler.config import config
 from transpiler.errors import TranspileError
 
 log = logging.getLogger("transpiler.compiler")
 
-_MAGIC = b"TPVMFB1\n"
+_VMFB = "VMFB1"  # the format of a compiled-module entry (transpiler/cache_files.py)
 
 # Flags measured to matter on CPU (see DESIGN.md): O3 and data tiling give 3-7x.
 CPU_FLAGS = ("--iree-opt-level=O3", "--iree-opt-data-tiling")
@@ -105,38 +104,12 @@ def _cache_path(key: str) -> Path:
 
 
 def read_cache(key: str) -> Optional[bytes]:
-    path = _cache_path(key)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    body = data[len(_MAGIC) + 32:]
-    checksum = data[len(_MAGIC):len(_MAGIC) + 32]
-    if not data.startswith(_MAGIC) or hashlib.sha256(body).digest() != checksum:
-        log.warning("corrupt cache entry %s: rebuilding it", path)
-        return None
-    return body
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    return read_sealed(_cache_path(key), _VMFB)
 
 
 def write_cache(key: str, vmfb: bytes) -> None:
     try:
-        write_atomic(_cache_path(key), _MAGIC + hashlib.sha256(vmfb).digest() + vmfb)
+        write_sealed(_cache_path(key), _VMFB, vmfb)
     except OSError as err:  # a read-only cache must not stop the program
         log.warning("could not write the compile cache (%s): %s", config.cache_dir, err)
 

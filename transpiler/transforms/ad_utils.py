@@ -115,6 +115,15 @@ def _source_line(loc: Any) -> str:
     return f"{os.path.basename(loc.file)}:{loc.line}  {text}"
 
 
+def transform_namespace(parsed: Any) -> dict[str, Any]:
+    """The names a transform resolves callees through: the function's free names, its local
+    imports, and under `classify.USER_CODE` whether it is the user's code (NumPy's functions on
+    arrays are `transpiler.numpy`'s there; the library calls them on static values)."""
+    from transpiler.errors import _PACKAGE_DIR
+    return {**parsed.namespace, **_local_imports(parsed.func),
+            cl.USER_CODE: not str(parsed.filename).startswith(_PACKAGE_DIR)}
+
+
 def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
     """Names bound by ``import`` statements inside the function (lazy imports in library
     code), resolved now so that calls through them can be differentiated."""

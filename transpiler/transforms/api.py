@@ -253,7 +253,7 @@ class Transformed:
 
     def __init__(self, call: Callable, fun: Callable, active_of: Callable[[], frozenset],
                  has_aux: bool, kind: str, argnums: Any = 0) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self._call, self._original, self._active_of = call, fun, active_of
         self._has_aux, self._kind, self._argnums = has_aux, kind, argnums
         self._wrapper: Optional[Callable] = None

@@ -19,6 +19,10 @@ import libcst as cst
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.custom import CustomVJP
 
+# A key of a transform's namespace (ad_utils.transform_namespace): whether the function is
+# the user's code, not the library's
+USER_CODE = "__user_code__"
+
 # Binary and unary operators, as the `transpiler.numpy` functions they stand for.
 BINOP_TO_FUNCTION = {
     cst.Add: "add", cst.Subtract: "subtract", cst.Multiply: "multiply",
@@ -202,7 +206,8 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
         callee = resolve(parts, namespace) if parts is not None and parts[0] in namespace \
             else _MISSING
         from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
-        callee = stand_in(callee)  # Python's max, min, sum, abs: their differentiable forms
+        # Python's max, min, sum, abs, and NumPy's functions: their differentiable forms
+        callee = stand_in(callee, numpy=namespace.get(USER_CODE, True))
         return Op("call", local_operands, callee=callee, callee_expr=value.func)
     if isinstance(value, cst.BinaryOperation):
         return Op("binop", local_operands, callee=BINOP_TO_FUNCTION.get(type(value.operator)))

@@ -30,7 +30,7 @@ class CustomJVP:
     """A function with a custom forward-mode rule; see the module docstring."""
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self.fun = fun
         self.nondiff_argnums: tuple[int, ...] = tuple(sorted({int(i) for i in nondiff_argnums}))
         self.rule: Callable | None = None

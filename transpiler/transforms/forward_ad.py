@@ -30,7 +30,7 @@ from transpiler.transforms.ad_utils import (
     _block,
     _deferred_error,
     _jnp,
-    _local_imports,
+    transform_namespace,
     _param_names,
     _source_line,
     index_text,
@@ -53,7 +53,7 @@ class ForwardAD(CallRules):
                  library: bool = False) -> None:
         self.parsed = parsed
         self.func: cst.FunctionDef = parsed.func
-        self.namespace: dict[str, Any] = {**parsed.namespace, **_local_imports(parsed.func)}
+        self.namespace: dict[str, Any] = transform_namespace(parsed)
         self.jvp_of = jvp_of  # (callee, active param names) -> (name, generated function)
         self.params = _param_names(self.func)
         self.local_names = set(self.params) | _all_assigned(self.func.body.body)

@@ -68,7 +68,7 @@ class JVP:
     """``jvp(f)``: call it with ``(primals, tangents)``, or read ``.source``."""
 
     def __init__(self, fun: Callable, has_aux: bool) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self.fun, self.has_aux = fun, has_aux
 
     def __call__(self, primals: Any, tangents: Any) -> Any:
@@ -178,7 +178,7 @@ class Jacobian:
 
     def __init__(self, fun: Callable, argnums: Union[int, Sequence[int]], has_aux: bool,
                  kind: str) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self.fun, self.argnums, self.has_aux, self.kind = fun, argnums, has_aux, kind
 
     def __call__(self, *args: Any) -> Any:

@@ -31,7 +31,7 @@ from transpiler.transforms.ad_utils import (
     _assign,
     _block,
     _deferred_error,
-    _local_imports,
+    transform_namespace,
     _param_names,
     _source_line,
     _with_out_bar,
@@ -60,7 +60,7 @@ class ReverseAD(LoopAdjoints):
                  vjp_of: Callable[[Any, frozenset[str]], tuple[str, Any]]) -> None:
         self.parsed = parsed
         self.func: cst.FunctionDef = parsed.func
-        self.namespace: dict[str, Any] = {**parsed.namespace, **_local_imports(parsed.func)}
+        self.namespace: dict[str, Any] = transform_namespace(parsed)
         self.has_aux = has_aux
         self.vjp_of = vjp_of  # (callee, active param names) -> (name, generated function)
         self.params = _param_names(self.func)

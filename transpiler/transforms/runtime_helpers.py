@@ -84,6 +84,12 @@ SEED = _Seed()
 
 def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
     """The output cotangent: the caller's (vjp), or ``grad``'s 1.0 for a real scalar."""
+    if has_aux and not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = f"{type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) \
+            else type(out).__name__
+        raise TranspileError(f"with has_aux=True the function must return a pair (output, "
+                             f"aux), got {got}", user_location(),
+                             "return (loss, aux), or drop has_aux=True")
     if out_bar is not SEED:
         return (out_bar, None) if has_aux and out_bar is not None else out_bar
     value = out[0] if has_aux else out

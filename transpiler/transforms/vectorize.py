@@ -29,7 +29,7 @@ from transpiler.errors import TranspileError
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (TIGHT_EQUAL, _all_assigned, _append, _assign,
-                                            _block, _deferred_error, _local_imports,
+                                            _block, _deferred_error, transform_namespace,
                                             _param_names, _source_line, closure_reads,
                                             fixpoint, index_text, renamed_line,
                                             split_return)
@@ -64,7 +64,7 @@ class Vectorize(StatementRules):
     def __init__(self, parsed: Any, batched_params: frozenset[str], library: bool) -> None:
         self.parsed = parsed
         self.func: cst.FunctionDef = parsed.func
-        self.namespace: dict[str, Any] = {**parsed.namespace, **_local_imports(parsed.func)}
+        self.namespace: dict[str, Any] = transform_namespace(parsed)
         self.params = _param_names(self.func)
         self.local_names = set(self.params) | _all_assigned(self.func.body.body)
         self.suffix = next(f for f in (f"_b{k or ''}" for k in range(100))
