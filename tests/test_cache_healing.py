@@ -38,7 +38,7 @@ def _run(script: Path, cache: Path) -> subprocess.CompletedProcess:
 
 
 def _entries(cache: Path) -> dict[str, list[Path]]:
-    return {"generated code": sorted((cache / "generated").glob("*.code")),
+    return {"generated code": sorted((cache / "generated").glob("*.tpc")),
             "transform records": sorted((cache / "ad").glob("*/*.json")),
             "compiled modules": sorted((cache / "vmfb").glob("*/*.vmfb"))}
 
@@ -78,7 +78,7 @@ def _kind(path: Path) -> str:
     from transpiler import codegen
     from transpiler.codegen import disk_cache
     from transpiler.compiler import _VMFB
-    return {".code": codegen._CODE, ".json": disk_cache._RECORD, ".vmfb": _VMFB}[path.suffix]
+    return {".tpc": codegen._CODE, ".json": disk_cache._RECORD, ".vmfb": _VMFB}[path.suffix]
 
 
 def test_concurrent_first_runs_share_one_cache(tmp_path):

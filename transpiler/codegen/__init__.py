@@ -85,7 +85,7 @@ def load_source(source: str, func_name: str, namespace: dict[str, Any],
         filename = f"<transpiler-generated {func_name}_{digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     GENERATED_SOURCE_MAPS[filename] = source_map
-    code = _compiled(source, filename, path.with_suffix(f".{sys.implementation.cache_tag}.code"))
+    code = _compiled(source, filename, path.with_suffix(f".{sys.implementation.cache_tag}.tpc"))
     scope = dict(namespace)
     scope["__name__"] = module_name  # the generated function belongs to the original's module
     exec(code, scope)

@@ -195,7 +195,7 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 # grad's seed, container cotangents, run-time dispatch).
 from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
     ELEMENT, SEED, add, appended, appended_tangent, custom_vjp_bwd, defined, fail, finalize,
-    index_bar, item, map_bar, or_zeros, seed, spread, vjp_call, vjp_call_closure)
+    index_bar, item, map_bar, or_zeros, seed, spread, unbound, vjp_call, vjp_call_closure)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.forward_helpers import (  # noqa: E402,F401  (forward mode)
     at, custom_jvp_call, custom_jvp_vjp, index_tangent, jvp_call, map_jvp, tangents_of,

@@ -94,9 +94,9 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         if op.callee[1] in AT_METHODS:
             return at_rule(gen, stmt, op, args, t)
         name = cl.METHOD_TO_FUNCTION.get(op.callee[1])
-        if name is None:
-            raise gen.error(stmt, f"cannot differentiate the method `.{op.callee[1]}()`",
-                            "use the transpiler.numpy function of the same name")
+        if name is None:  # a method of a Python class: its function, the receiver first
+            func, args = cl.unbound_method(receiver, op.callee[1], args)
+            return runtime_rule(gen, stmt, call.with_changes(func=func, args=args), args, t)
         return call_rule(gen, stmt, _jnp(name), [cst.Arg(cst.Name(receiver)), *args], t)
     if kind == "seed":  # t = ad.seed(out_bar, out, has_aux=...): the cotangent passes
         source = args[0].value

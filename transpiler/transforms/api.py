@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
+from transpiler.transforms.callables import as_function
 from transpiler.transforms.signature import source_signature, star_name
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
@@ -46,8 +47,8 @@ def _target(fn: Any) -> Any:
         if isinstance(fn, Transformed) or getattr(type(fn), "runtime_transform", False):
             return fn.differentiable()
         inner = getattr(fn, "_fun", None)
-        if inner is None:
-            return primitive_function(fn)
+        if inner is None:  # partials, bound methods, callable objects: as plain functions
+            return as_function(primitive_function(fn))
         fn = inner
 
 

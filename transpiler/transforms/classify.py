@@ -184,6 +184,13 @@ def static_comprehension(value: cst.BaseExpression, namespace: dict[str, Any],
     return op.kind == "call" and callee_kind(op.callee) == "static"
 
 
+def unbound_method(receiver: str, method: str, args: list) -> tuple[cst.BaseExpression, list]:
+    """``x.method(*args)`` as ``ad.unbound(x, "method")(x, *args)``: the call of a method of
+    a Python class as a call of its function (transforms/runtime_helpers.py)."""
+    func = cst.parse_expression(f"ad.unbound({receiver}, {method!r})")
+    return func, [cst.Arg(cst.Name(receiver)), *args]
+
+
 def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: set[str]) -> Op:
     """Classify the value of `name = value` (ANF: operands are Names or literals)."""
     operands = names_in(value)
@@ -208,6 +215,8 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
         from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
         # Python's max, min, sum, abs, and NumPy's functions: their differentiable forms
         callee = stand_in(callee, numpy=namespace.get(USER_CODE, True))
+        from transpiler.transforms.callables import as_function
+        callee = as_function(callee)  # m.loss, partials, callable objects: their functions
         return Op("call", local_operands, callee=callee, callee_expr=value.func)
     if isinstance(value, cst.BinaryOperation):
         return Op("binop", local_operands, callee=BINOP_TO_FUNCTION.get(type(value.operator)))

@@ -97,9 +97,9 @@ class CallRules:
             if method in AT_METHODS:
                 return self.at_update(stmt, t, op, args)
             name = cl.METHOD_TO_FUNCTION.get(method)
-            if name is None:
-                raise self.error(stmt, f"cannot differentiate the method `.{method}()`",
-                                 "use the transpiler.numpy function of the same name")
+            if name is None:  # a method of a Python class: its function, the receiver first
+                func, args = cl.unbound_method(op.method_self, method, args)  # type: ignore
+                return self.runtime_call(stmt, t, call.with_changes(func=func, args=args), args)
             return self.call(stmt, t, _jnp(name), [receiver, *args])
         if kind == "seed":  # ad.seed(out_bar, out): the cotangent passes (the seed is constant)
             return [stmt, self.line(f"{self.dot(t)} = {self.tangent(args[0].value)}")]

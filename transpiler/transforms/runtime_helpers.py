@@ -111,6 +111,22 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
     return (one, None) if has_aux else one
 
 
+def unbound(obj: Any, name: str) -> Any:
+    """The function behind ``obj.<name>(...)`` that takes `obj` first: a method written in a
+    Python class (so ``m.loss(w)`` is differentiated as ``Model.loss(m, w)``)."""
+    import inspect
+    import types
+    attr = inspect.getattr_static(obj, name, None)
+    library = type(obj).__module__.split(".")[0] == "transpiler"  # (its methods have rules)
+    if isinstance(attr, types.FunctionType) and not library:
+        return attr
+    raise TranspileError(f"cannot differentiate the method `.{name}()` of a "
+                         f"{type(obj).__name__}: it is not a function written in a Python "
+                         "class", user_location(),
+                         "call the transpiler.numpy function of the same name, or a plain "
+                         "function")
+
+
 def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
     from transpiler.primitives.core import Primitive
