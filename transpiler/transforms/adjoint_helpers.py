@@ -194,7 +194,8 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 # Helpers the reverse-mode transform emits around the templates (None-aware accumulation,
 # grad's seed, container cotangents, run-time dispatch).
 from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
-    ELEMENT, SEED, add, appended, appended_tangent, custom_vjp_bwd, defined, fail, finalize,
+    ELEMENT, SEED, add, appended, appended_tangent, attribute_bar, attribute_tangent,
+    custom_vjp_bwd, defined, fail, finalize,
     index_bar, item, map_bar, or_zeros, seed, spread, unbound, vjp_call, vjp_call_closure)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.forward_helpers import (  # noqa: E402,F401  (forward mode)

@@ -66,8 +66,13 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
         return out
     if op.kind == "attribute":
         fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
-        if fn_name is None:
-            raise gen.error(stmt, f"cannot differentiate through the attribute `.{op.attr}`")
+        if fn_name is None:  # a field of a NamedTuple, a dataclass, a registered pytree
+            obj = value.value  # type: ignore[attr-defined]
+            if not isinstance(obj, cst.Name):
+                raise gen.error(stmt, f"cannot differentiate through the attribute `.{op.attr}`")
+            return gen.accumulate(obj.value, parse_template_expression(
+                "ad.attribute_bar({o}, {n}, {g})", o=obj, n=cst.SimpleString(repr(op.attr)),
+                g=bar))
         return call_rule(gen, stmt, _jnp(fn_name), [cst.Arg(value.value)], t)  # type: ignore
     if op.kind in ("binop", "unary"):
         args = [value.left, value.right] if op.kind == "binop" else [value.expression]  # type: ignore
@@ -267,6 +272,12 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
     elif kind == "cotangent_index_bar" and names[2]:
         out += gen.accumulate(names[2], parse_template_expression(
             "ad.item({b}, {k})", k=args[1].value, b=bar))
+    elif kind == "cotangent_attribute_bar" and names[2]:  # obj_bar from obj.<name>'s
+        out += gen.accumulate(names[2], parse_template_expression(
+            "ad.attribute_tangent({b}, {k})", k=args[1].value, b=bar))
+    elif kind == "cotangent_attribute_tangent" and names[0]:  # obj_dot.<name>
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.attribute_bar({o}, {k}, {b})", o=args[0].value, k=args[1].value, b=bar))
     elif kind == "cotangent_appended":  # xs.append(v), as reverse mode rewrote it
         if names[0]:
             out += gen.accumulate(names[0], parse_template_expression(

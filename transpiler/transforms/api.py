@@ -243,8 +243,11 @@ def _leaves_like(bar: Any, primal: Any, n: int) -> list[Any]:
         return [x for k in sorted(primal) for x in _leaves_like(
             bar.get(k) if isinstance(bar, dict) else None, primal[k],
             len(tree_util.tree_leaves(primal[k])))]
-    if isinstance(primal, (tuple, list)):  # namedtuples included
-        return [x for b, p in zip(bar, primal)
+    from transpiler.tree_util._registry import node_children
+    node = node_children(primal) if not hasattr(primal, "shape") else None
+    if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
+        bars = node_children(bar)
+        return [x for b, p in zip(bars[0] if bars else [None] * len(node[0]), node[0])
                 for x in _leaves_like(b, p, len(tree_util.tree_leaves(p)))]
     return [bar]
 

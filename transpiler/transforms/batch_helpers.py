@@ -10,6 +10,7 @@ from typing import Any
 
 from transpiler import tree_util
 from transpiler.transforms import batch_runtime as bt
+from transpiler.tree_util._registry import sequence_like
 
 
 class _Dim:
@@ -29,7 +30,7 @@ def full_dims(x: Any, dims: Any) -> Any:
                     for k, v in x.items()}
         if isinstance(x, (tuple, list)):
             parts = [full_dims(v, d) for v, d in zip(x, dims)]
-            return type(x)(*parts) if hasattr(x, "_fields") else type(x)(parts)
+            return sequence_like(x, parts)
         return _Dim(None)
     return tree_util.tree_map(lambda _: _Dim(dims), x)
 
@@ -99,7 +100,7 @@ def rules() -> dict[int, Any]:
     from transpiler.transforms import runtime_helpers as rh
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
-               rh.spread, rh.item, fh.tangents_of):
+               rh.spread, rh.item, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.with_element)] = _with_element
@@ -144,7 +145,8 @@ def _add(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple
     if isinstance(a, (tuple, list)):
         pairs = [_add(fn, (x, y), (_sub(da, i), _sub(db, i)), {}, {})
                  for i, (x, y) in enumerate(zip(a, b))]
-        return type(a)(p[0] for p in pairs), type(a)(p[1] for p in pairs)
+        return (sequence_like(a, [p[0] for p in pairs]),
+                sequence_like(a, [p[1] for p in pairs]))
     from transpiler import numpy as jnp
     return bt.call(jnp.add, (a, b), (da, db))
 

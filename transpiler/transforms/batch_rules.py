@@ -113,6 +113,9 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
         return _treedef_rule(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims)
     if not bt.batched(d) and not hasattr(obj, "shape"):  # an object's method: its source
         return dispatch(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims, None)
+    if not hasattr(obj, "shape"):  # a batched pytree's method: its function, `obj` first
+        from transpiler.transforms.runtime_helpers import unbound
+        return dispatch(unbound(obj, m.name), args, dims, kwargs, kwdims, None)
     name = type(obj).__name__
     raise TranspileError(f"vmap cannot batch the method `.{m.name}()` of a batched {name}",
                          user_location(), "use the transpiler.numpy function of that name")

@@ -21,6 +21,7 @@ from transpiler.primitives.batching import materialize, move_to_front
 from transpiler.primitives.core import Primitive, ShapedArray, abstractify
 from transpiler.per_thread import PerThreadList
 from transpiler.transforms.signature import source_signature
+from transpiler.tree_util._registry import sequence_like
 
 # The batches of the vmaps now running, innermost last. Each is a tuple of (axis_name,
 # size) factors, outer-major: a nested vmap called on values batched by an outer one runs
@@ -83,7 +84,7 @@ def view(x: Any, dims: Any) -> Any:
     if isinstance(x, dict):
         return {k: view(v, dims.get(k) if isinstance(dims, dict) else None) for k, v in x.items()}
     if isinstance(x, (tuple, list)) and isinstance(dims, (tuple, list)):
-        return type(x)(view(v, d) for v, d in zip(x, dims))
+        return sequence_like(x, [view(v, d) for v, d in zip(x, dims)])
     return x
 
 
@@ -175,6 +176,22 @@ def branch(test: Any, dims: Any, where: str) -> Any:
                              "use jnp.where(cond, a, b) or lax.cond / lax.while_loop, which "
                              "vmap batches (both branches run and the results are selected)")
     return test
+
+
+def getattribute(x: Any, dims: Any, name: str) -> tuple[Any, Any]:
+    """``x.<name>`` of a NamedTuple, dataclass or registered pytree whose leaves are batched
+    (`dims` has its structure)."""
+    value = getattr(x, name)
+    if dims is None:
+        return value, None
+    from transpiler.transforms.runtime_helpers import _child_index, _node
+    node = _node(x)
+    dim_node = _node(dims)
+    if node is None or dim_node is None:
+        raise TranspileError(f"cannot batch the attribute `.{name}` of a batched "
+                             f"{type(x).__name__}", user_location(),
+                             "pass the object's arrays as arguments")
+    return value, dim_node[0][_child_index(x, name, node)]
 
 
 def getitem(x: Any, dims: Any, key: Any, key_dims: Any) -> tuple[Any, Any]:

@@ -253,6 +253,8 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(forward_helpers.zeros_like_tree): "static",
                               id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
                               id(rh.index_bar): "cotangent_index_bar",
+                              id(rh.attribute_bar): "cotangent_attribute_bar",
+                              id(rh.attribute_tangent): "cotangent_attribute_tangent",
                               id(rh.appended): "cotangent_appended",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass"})

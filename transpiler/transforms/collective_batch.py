@@ -38,6 +38,7 @@ from transpiler.primitives import shape as sp
 from transpiler.primitives.batching import materialize, move_to_front
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
+from transpiler.tree_util._registry import sequence_like
 
 Rule = Callable[..., tuple[Any, Any]]
 
@@ -77,7 +78,7 @@ def _map(op: Callable[[Any, Any], tuple[Any, Any]], x: Any, dims: Any) -> tuple[
     if isinstance(x, (tuple, list)):
         items = [_map(op, v, _sub(dims, i)) for i, v in enumerate(x)]
         values = [p[0] for p in items]
-        out = type(x)(*values) if hasattr(x, "_fields") else type(x)(values)
+        out = sequence_like(x, values)
         companions = [p[1] for p in items]
         return out, companions if isinstance(x, list) else tuple(companions)
     if x is None:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
+from transpiler.tree_util._registry import sequence_like
 
 
 def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
@@ -47,7 +48,7 @@ def fill(bar: Any, primal: Any) -> Any:
         return {k: fill(bar.get(k) if bar is not None else None, v) for k, v in primal.items()}
     if isinstance(primal, (tuple, list)):
         parts = [fill(bar[i] if bar is not None else None, v) for i, v in enumerate(primal)]
-        return type(primal)(*parts) if hasattr(primal, "_fields") else type(primal)(parts)
+        return sequence_like(primal, parts)
     if primal is None or not carries_derivative(primal):
         return None
     return jnp.zeros_like(primal) if bar is None else bar

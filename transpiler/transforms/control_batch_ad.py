@@ -15,7 +15,8 @@ from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
 from transpiler.transforms.control_batch import (active, branching, scan)
 from transpiler.transforms.control_leaves import (Bound, Step, _traced, bind, conformed,
-    flatten, part, placed, select, unflatten, user)
+                                                  flatten, part, placed, select, unflatten, user)
+from transpiler.tree_util._registry import sequence_like
 
 
 # --- derivatives (control_ad.py's rules) under vmap ---------------------------------------------
@@ -117,7 +118,7 @@ def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any,
     if isinstance(primal, (tuple, list)):
         parts = [sub(i, v) for i, v in enumerate(primal)]
         items = [p[0] for p in parts]
-        value = type(primal)(*items) if hasattr(primal, "_fields") else type(primal)(items)
+        value = sequence_like(primal, items)
         return value, tuple(p[1] for p in parts)
     if bar is not None:
         return bar, bar_dims

@@ -361,8 +361,10 @@ class ForwardAD(CallRules):
             return [stmt, self.line(f"{self.dot(t)} = {{{items}}}")]
         if op.kind == "attribute":
             fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
-            if fn_name is None:
-                raise self.error(stmt, f"cannot differentiate through the attribute `.{op.attr}`")
+            if fn_name is None:  # a field of a NamedTuple, a dataclass, a registered pytree
+                obj = value.value  # type: ignore[attr-defined]
+                return [stmt, self.line(f"{self.dot(t)} = ad.attribute_tangent("
+                                        f"{self.tangent(obj)}, {op.attr!r})")]
             return self.call(stmt, t, _jnp(fn_name), [cst.Arg(value.value)])  # type: ignore
         if op.kind in ("binop", "unary"):
             args = [value.left, value.right] if op.kind == "binop" else [value.expression]  # type: ignore

@@ -16,8 +16,10 @@ def zeros_like_tree(value: Any) -> Any:
         return None  # a zero cotangent of generated code, or a static value: no tangent
     if isinstance(value, dict):
         return {k: zeros_like_tree(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(zeros_like_tree(v) for v in value)
+    from transpiler.transforms.runtime_helpers import _node
+    node = _node(value)
+    if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
+        return node[1]([zeros_like_tree(v) for v in node[0]])
     return jnp.zeros_like(value)
 
 
@@ -27,8 +29,10 @@ def _filled(tangent: Any, value: Any) -> Any:
         return zeros_like_tree(value)
     if isinstance(value, dict) and isinstance(tangent, dict):
         return {k: _filled(tangent.get(k), v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)) and isinstance(tangent, (tuple, list)):
-        return type(value)(_filled(t, v) for t, v in zip(tangent, value))
+    from transpiler.transforms.runtime_helpers import _node
+    node, parts = _node(value), _node(tangent)
+    if node is not None and parts is not None:  # tuples, NamedTuples, registered pytrees
+        return node[1]([_filled(t, v) for t, v in zip(parts[0], node[0])])
     return tangent
 
 

@@ -291,6 +291,11 @@ class CallRules:
         if kind == "cotangent_appended":
             return self.line(f"{self.dot(t)} = ad.appended_tangent({texts[0]}, {dots[0]}, "
                              f"{dots[1]})")
+        if kind == "cotangent_attribute_bar":
+            return self.line(f"{self.dot(t)} = ad.attribute_bar({texts[0]}, {texts[1]}, "
+                             f"{dots[2]})")
+        if kind == "cotangent_attribute_tangent":
+            return self.line(f"{self.dot(t)} = ad.attribute_tangent({dots[0]}, {texts[1]})")
         return self.line(f"{self.dot(t)} = ad.index_bar({texts[0]}, {texts[1]}, {dots[2]})")
 
 

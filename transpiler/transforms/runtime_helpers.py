@@ -12,7 +12,8 @@ from transpiler.errors import TranspileError, user_location
 
 
 def add(a: Any, b: Any) -> Any:
-    """Sum of two cotangents; None is zero; containers add element by element."""
+    """Sum of two cotangents; None is zero; containers (NamedTuples, dataclasses and other
+    registered pytrees too) add element by element."""
     if a is None:
         return b
     if b is None:
@@ -20,10 +21,54 @@ def add(a: Any, b: Any) -> Any:
     if isinstance(a, dict):
         keys = list(a) + [k for k in b if k not in a]
         return {k: add(a.get(k), b.get(k)) for k in keys}
-    if isinstance(a, (tuple, list)):
-        return type(a)(add(x, y) for x, y in zip(a, b))
+    node = _node(a)
+    if node is not None:
+        children, rebuild = node
+        return rebuild([add(x, y) for x, y in zip(children, _node(b)[0])])  # type: ignore[index]
     from transpiler import numpy as jnp
     return jnp.add(a, b)
+
+
+def _node(x: Any) -> Any:
+    """(children, rebuild) of a container cotangent: a tuple, list, NamedTuple, dataclass
+    or registered pytree; None for an array."""
+    if hasattr(x, "aval") or hasattr(x, "shape"):
+        return None
+    from transpiler.tree_util._registry import node_children
+    return node_children(x)
+
+
+def attribute_bar(obj: Any, name: str, g: Any) -> Any:
+    """The cotangent of ``obj`` from ``y = obj.<name>`` with ``y_bar = g``: `obj`'s structure
+    (a NamedTuple, a dataclass or a registered pytree) with `g` in that attribute's place."""
+    if g is None or obj is None:
+        return None
+    node = _node(obj)
+    index = _child_index(obj, name, node)
+    children, rebuild = node
+    return rebuild([g if i == index else None for i in range(len(children))])
+
+
+def attribute_tangent(obj_dot: Any, name: str) -> Any:
+    """The tangent of ``obj.<name>``: that attribute of the tangent (None: zero)."""
+    return None if obj_dot is None else getattr(obj_dot, name)
+
+
+def _child_index(obj: Any, name: str, node: Any) -> int:
+    """Which pytree child of `obj` its attribute `name` is (raises when it is none)."""
+    fields = getattr(type(obj), "_fields", None)
+    if isinstance(obj, tuple) and fields is not None and name in fields:
+        return fields.index(name)
+    value = getattr(obj, name)
+    if node is not None:
+        for i, child in enumerate(node[0]):
+            if child is value:
+                return i
+    raise TranspileError(
+        f"cannot differentiate through the attribute `.{name}` of a {type(obj).__name__}: "
+        "it is not one of its pytree children", user_location(),
+        "register the class as a pytree (tree_util.register_pytree_node_class or "
+        "register_dataclass) with the attribute among its children")
 
 
 def item(g: Any, key: Any) -> Any:
@@ -221,7 +266,11 @@ def _differentiable(value: Any) -> bool:
         return True
     from transpiler import dtypes
     dtype = getattr(value, "dtype", None)
-    return dtype is not None and dtypes.is_float(dtypes.canonicalize(dtype))
+    if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
+        from transpiler import tree_util
+        return _node(value) is not None and any(
+            _differentiable(leaf) for leaf in tree_util.tree_leaves(value))
+    return dtypes.is_float(dtypes.canonicalize(dtype))
 
 
 ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's args
@@ -283,8 +332,9 @@ def or_zeros(bar: Any, primal: Any) -> Any:
     if isinstance(primal, dict):
         parts = {k: or_zeros(None, v) for k, v in primal.items()}
         return None if all(p is None for p in parts.values()) else parts
-    if isinstance(primal, (list, tuple)):
-        items = [or_zeros(None, v) for v in primal]
-        return None if all(p is None for p in items) else type(primal)(items)
+    node = _node(primal)
+    if node is not None:  # tuples, lists, NamedTuples, registered pytrees
+        items = [or_zeros(None, v) for v in node[0]]
+        return None if all(p is None for p in items) else node[1](items)
     from transpiler import numpy as jnp
     return jnp.zeros_like(primal)

@@ -106,9 +106,10 @@ class StatementRules:
             if op.attr == "at":
                 return [stmt, self.line(f"{self.b(t)} = {self.b(op.operands[0])}")]
             fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
-            if fn_name is None:
-                raise self.error(stmt, f"cannot batch the attribute `.{op.attr}` of a batched "
-                                 "value")
+            if fn_name is None:  # a field of a NamedTuple, a dataclass, a registered pytree
+                obj = value.value  # type: ignore[attr-defined]
+                return [self.line(f"{t}, {self.b(t)} = bt.getattribute({_text(obj)}, "
+                                  f"{self.dim(obj)}, {op.attr!r})")]
             return [self.call_line(t, f"jnp.{fn_name}", [cst.Arg(value.value)])]  # type: ignore
         if op.kind in ("binop", "unary"):
             operator = type(value.operator)  # type: ignore[attr-defined]

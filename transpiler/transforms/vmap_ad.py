@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from transpiler import tree_util
+from transpiler.tree_util._registry import sequence_like
 
 
 def _axes_per_arg(v: Any, n: int) -> tuple:
@@ -72,7 +73,7 @@ def _unbatch(bar: Any, axes: Any) -> Any:
     if isinstance(bar, (tuple, list)):
         parts = [_unbatch(b, axes[i] if isinstance(axes, (tuple, list)) else axes)
                  for i, b in enumerate(bar)]
-        return type(bar)(*parts) if hasattr(bar, "_fields") else type(bar)(parts)
+        return sequence_like(bar, parts)
     from transpiler import numpy as jnp
     if axes is None:
         return jnp.sum(bar, axis=0)

@@ -17,6 +17,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
 from transpiler.transforms.signature import source_signature
+from transpiler.tree_util._registry import node_children, sequence_like
 
 _GENERATED: dict[tuple, Callable] = {}
 _PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loops
@@ -215,6 +216,10 @@ def _expand(axes: Any, x: Any, where: str, sizes: list, fname: str) -> Any:
             return tuple(_expand(axes, v, f"{where}[{i}]", sizes, fname) for i, v in enumerate(x))
         if x is None:
             return None
+        node = node_children(x) if not hasattr(x, "shape") else None
+        if node is not None:  # a dataclass or registered pytree: a tuple of its children's
+            return tuple(_expand(axes, v, f"{where}.{i}", sizes, fname)
+                         for i, v in enumerate(node[0]))
         try:
             aval = abstractify(x)
         except Exception:
@@ -311,7 +316,7 @@ def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: 
             return _zip_dict({k: merge(v, _sub(d_out, k), _sub(d_in, k)) for k, v in x.items()})
         if isinstance(x, (tuple, list)):
             pairs = [merge(v, _sub(d_out, i), _sub(d_in, i)) for i, v in enumerate(x)]
-            return type(x)(p[0] for p in pairs), tuple(p[1] for p in pairs)
+            return sequence_like(x, [p[0] for p in pairs]), tuple(p[1] for p in pairs)
         if d_out is None and d_in is None:
             return x, None
         front = materialize(x, d_out, outer)  # (outer, ...member)
@@ -350,7 +355,7 @@ def _split(out: Any, dims: Any, axes: Any, outer: int, size: int, fname: str) ->
         parts = [_split(out[k], _sub(dims, k), _sub(axes, k), outer, size, fname) for k in keys]
         if isinstance(out, dict):
             return dict(zip(keys, (p[0] for p in parts))), dict(zip(keys, (p[1] for p in parts)))
-        return type(out)(p[0] for p in parts), tuple(p[1] for p in parts)
+        return sequence_like(out, [p[0] for p in parts]), tuple(p[1] for p in parts)
     if dims is None:  # the same for both batches: the inner vmap broadcasts it
         return place(out, None, axes, size, fname), None
     from transpiler.primitives import shape as sp

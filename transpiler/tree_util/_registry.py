@@ -284,3 +284,22 @@ def _build(t, aux, children):
     if k == _K_DDICT:
         return _defaultdict(aux[0], zip(aux[1], children))
     raise TypeError(f"{t} is no longer a registered pytree node type")
+
+
+def node_children(x) -> "tuple[list, Callable[[list], Any]] | None":
+    """The children of a pytree node `x` one level down, and a function that builds a node
+    of the same type and metadata from new children; None for a leaf (or None itself).
+    The transforms use it to send a cotangent into one attribute of a NamedTuple, a
+    dataclass or a registered class."""
+    k = _kind_of(type(x))
+    if k == _K_LEAF or k == _K_NONE:
+        return None
+    aux, children = _node_parts(x, k)
+    t = type(x)
+    return list(children), lambda new: _build(t, aux, list(new))
+
+
+def sequence_like(x, items) -> Any:
+    """A tuple, list or NamedTuple of `x`'s type holding `items`."""
+    t = type(x)
+    return t._make(items) if hasattr(t, "_fields") else t(items)
