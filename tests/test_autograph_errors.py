@@ -87,18 +87,26 @@ def test_list_growing_in_traced_loop_suggests_scan():
 
 
 def test_unconvertible_function_keeps_static_control_flow_and_explains_traced():
-    def static_listcomp(x):
-        parts = [x * k for k in range(3)]
+    def static_dictcomp(x):
+        parts = {k: x * k for k in range(3)}
         if len(parts) == 3:
             return parts[0] + parts[2]
         return x
 
-    def traced_listcomp(x):
+    def traced_dictcomp(x):
+        parts = {k: x * k for k in range(3)}
+        if jnp.sum(parts[1]) > 0:
+            return parts[2]
+        return x
+
+    def traced_listcomp(x):  # list comprehensions are read: its `if` is converted
         parts = [x * k for k in range(3)]
         if jnp.sum(parts[1]) > 0:
             return parts[2]
         return x
 
-    np.testing.assert_allclose(jax.jit(static_listcomp)(f32(2.0)), 4.0)
-    with pytest.raises(TracerError, match="not converted.*list comprehensions"):
-        jax.jit(traced_listcomp)(f32(2.0))
+    np.testing.assert_allclose(jax.jit(static_dictcomp)(f32(2.0)), 4.0)
+    with pytest.raises(TracerError, match="not converted.*dict comprehensions"):
+        jax.jit(traced_dictcomp)(f32(2.0))
+    np.testing.assert_allclose(jax.jit(traced_listcomp)(f32(2.0)), 4.0)
+    np.testing.assert_allclose(jax.jit(traced_listcomp)(f32(-2.0)), -2.0)

@@ -126,8 +126,9 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
         func = _with_leading_params(func, closure_params)
         if source.func in source.locations:
             source.locations[func] = source.locations[source.func]
-    func, locations = _rewrite(func, source.filename, source.locations, is_library(fn),
-                               lower_comprehensions)
+    library = is_library(fn)  # the user's comprehensions become loops for every transform
+    func, locations = _rewrite(func, source.filename, source.locations, library,
+                               lower_comprehensions or not library)
     # Rewriting introduces reads of a few builtins (``range``, ``len``, ``min``, ``list``).
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))

@@ -46,6 +46,9 @@ class ToAnf(LocatedTransformer):
             cst.Attribute: self._attribute, cst.Subscript: self._subscript,
             cst.Tuple: self._sequence, cst.List: self._sequence, cst.Set: self._sequence,
             cst.Dict: self._dict, cst.Lambda: self._lambda,
+            # kept whole, the value of a statement of their own: a list comprehension is
+            # transformed as one (transforms/classify.py), an f-string is a static string
+            cst.ListComp: self._whole, cst.FormattedString: self._whole,
         }
         self._outer_locals: list[set[str]] = []
 
@@ -127,8 +130,8 @@ class ToAnf(LocatedTransformer):
             if _is_constant(small.value):  # docstrings and bare constants do nothing
                 return []
             return self._into(self.ctx.names.fresh("_t"), small.value)
-        if isinstance(small, cst.Pass) or self.opaque:
-            return [cst.SimpleStatementLine(body=[small])]
+        if isinstance(small, (cst.Pass, cst.Assert)) or self.opaque:  # an assert: a check
+            return [cst.SimpleStatementLine(body=[small])]           # that computes nothing
         raise self.ctx.error(f"`{type(small).__name__.lower()}` statements are not supported here", small)
 
     def _assignment(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression,
@@ -152,6 +155,9 @@ class ToAnf(LocatedTransformer):
         return out
 
     # ----------------------------------------------------------------- expressions
+    def _whole(self, expr: cst.BaseExpression) -> Linearized:
+        return [], expr
+
     def _lambda(self, expr: cst.Lambda) -> Linearized:
         """``lambda a: e`` -> a nested ``def _lambdaN(a): ...; return _tK`` (ANF inside),
         so the transforms see one kind of local function (closures included)."""

@@ -3,6 +3,8 @@
 Ordered, single-purpose passes (``CANONICALIZE_PASSES``):
 
 0. ``expand-one-line-bodies`` ``def f(x): return x`` -> an indented body
+   ``generators-to-lists``    ``sum(e for v in xs)`` -> ``sum([e for v in xs])``,
+   ``next(e for v in xs)`` -> ``[e for v in xs][0]``
 1. ``expand-elif``           ``elif c:`` -> ``else:`` + nested ``if c:``
 2. ``expand-aug-assign``     ``x += y`` -> ``x = x + y``
 3. ``lower-for-loops``       ``for x in xs`` / ``enumerate`` / ``zip`` -> ``for _i in range(n)``
@@ -73,6 +75,28 @@ class ExpandOneLineBodies(LocatedTransformer):
         if original_node in self.ctx.locations:
             self.ctx.locate(line, self.ctx.locations[original_node])
         return cst.IndentedBlock(body=[line])
+
+
+class GeneratorsToLists(LocatedTransformer):
+    """``sum(v ** 2 for v in xs)`` -> ``sum([v ** 2 for v in xs])``: the elements are computed
+    when the generator would be consumed (the consumers numeric code passes one to, such
+    as ``sum``, ``max``, ``tuple`` or ``jnp.stack``, iterate it once)."""
+
+    def leave_GeneratorExp(self, original: cst.GeneratorExp, updated: cst.GeneratorExp
+                           ) -> cst.BaseExpression:
+        return cst.ListComp(elt=updated.elt, for_in=updated.for_in)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``next(e for ...)`` is ``[e for ...][0]``; with a default, ``next(iter([...]),
+        default)`` (an iterator)."""
+        if m.matches(updated.func, m.Name("next")) and updated.args and \
+                isinstance(original.args[0].value, cst.GeneratorExp):
+            if len(updated.args) == 1:
+                return parse_template_expression("{e}[0]", e=updated.args[0].value)
+            first = updated.args[0].with_changes(value=parse_template_expression(
+                "iter({e})", e=updated.args[0].value))
+            return updated.with_changes(args=[first, *updated.args[1:]])
+        return updated
 
 
 class ExpandElif(LocatedTransformer):
@@ -369,6 +393,7 @@ class RemoveEarlyReturns(LocatedTransformer):
 
 CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
+    Stage("generators-to-lists", GeneratorsToLists, triggers=(cst.GeneratorExp,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
         isinstance(s, cst.If) and isinstance(s.orelse, cst.If)
         for s in walk_statements(func.body))),

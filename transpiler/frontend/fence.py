@@ -40,13 +40,9 @@ UNSUPPORTED: dict[type[cst.CSTNode], tuple[str, str]] = {
                      "Import at module level; the function sees module-level names."),
     cst.NamedExpr: ("assignment expressions (`:=`) are not supported",
                     "Assign the value in a statement of its own first."),
-    cst.ListComp: ("list comprehensions are not supported yet",
-                   "Write a `for` loop that appends to a list."),
     cst.SetComp: ("set comprehensions are not supported", "Write a `for` loop instead."),
     cst.DictComp: ("dict comprehensions are not supported",
                    "Write a `for` loop that fills a dict."),
-    cst.GeneratorExp: ("generator expressions are not supported",
-                       "Write a `for` loop that accumulates the result."),
     cst.Match: ("`match` statements are not supported", "Write an `if`/`elif` chain."),
 }
 

@@ -138,6 +138,7 @@ class ReverseAD(LoopAdjoints):
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.definitions: dict[str, cst.Assign] = {}
         self.analyze(forward)
+        self.refuse_mutations(forward)
         self.tapes: dict[cst.CSTNode, tuple[str, list[str], list[tuple[str, str]]]] = {}
         forward = self.add_tapes(forward)
         backward: list[cst.BaseStatement] = []
@@ -214,6 +215,32 @@ class ReverseAD(LoopAdjoints):
         built = _lists_built_here(stmts, set(self.params))
         return _rewrite_appends(stmts, built, alias, self.parsed.locations)
 
+    def refuse_mutations(self, stmts: list[cst.BaseStatement]) -> None:
+        """A differentiated value put into a container in place (``xs.append(v)`` on a list
+        `functional_appends` could not rewrite, ``d.update(...)``): reverse mode does not see
+        the container change, so this is an error, never a dropped derivative."""
+        self.refused: dict[cst.BaseStatement, TranspileError] = {}
+        for stmt, _ in _walk_in_loops(stmts, ()):
+            value = stmt.body[0].value if isinstance(stmt.body[0], (cst.Expr, cst.Assign)) \
+                else None  # type: ignore[attr-defined]
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                    and isinstance(value.func.value, cst.Name)
+                    and value.func.attr.value in _MUTATORS
+                    and value.func.value.value in self.local_names):
+                continue
+            if any(isinstance(a.value, cst.Name) and a.value.value in self.active
+                   for a in value.args):
+                receiver, method = value.func.value.value, value.func.attr.value
+                err = self.error(stmt, f"`{receiver}.{method}(...)` puts a differentiated "
+                                 f"value into `{receiver}` in place, which reverse mode cannot "
+                                 "follow here (the list comes from elsewhere, or another name "
+                                 "refers to it)", f"build the list in this function "
+                                 f"(`{receiver} = []` before appending) and do not share it "
+                                 "while appending, or collect the values with a comprehension")
+                if self.user_code:
+                    raise err
+                self.refused[stmt] = err  # the library's: an error if that path runs
+
     # --- activity analysis -------------------------------------------------------------
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
         for stmt in stmts:
@@ -282,6 +309,9 @@ class ReverseAD(LoopAdjoints):
                 continue
             if isinstance(stmt, cst.FunctionDef):
                 out.extend(self.backward_closure(stmt))
+                continue
+            if stmt in self.refused:
+                out.append(_deferred_error(self.refused[stmt]))
                 continue
             assign = _assign(stmt)
             if assign is None:
@@ -353,35 +383,59 @@ class ReverseAD(LoopAdjoints):
 __all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]
 
 
-def _walk(stmts: list[cst.BaseStatement]) -> Any:
-    """Every simple statement of `stmts`, nested blocks included."""
-    for stmt in stmts:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            yield stmt
-        elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.FunctionDef):
-            yield from _walk(_block(stmt.body))
-            orelse = getattr(stmt, "orelse", None)
-            while orelse is not None:
-                yield from _walk(_block(orelse.body))
-                orelse = getattr(orelse, "orelse", None)
+# Methods that change a container in place
+_MUTATORS = frozenset({"append", "extend", "insert", "setdefault", "__setitem__"})
 
 
 def _lists_built_here(stmts: list[cst.BaseStatement], params: set[str]) -> set[str]:
-    """Names only ever assigned list displays (``xs = []``) and never copied to another
-    name (``ys = xs``): appending to them in place or functionally is the same."""
+    """Names only ever assigned list displays (``xs = []``) and not copied to another name
+    (``ys = xs``) while they are still appended to: appending to them in place or
+    functionally is then the same. (A copy after the last append -- a comprehension's
+    result, ``_t0 = _c1`` -- sees the finished list either way.)"""
     displays: set[str] = set()
     other: set[str] = set(params)
-    for stmt in _walk(stmts):
+    last_append: dict[str, int] = {}
+    append_loops: dict[str, set[int]] = {}
+    copies: list[tuple[str, int, tuple[int, ...]]] = []
+    for position, (stmt, loops) in enumerate(_walk_in_loops(stmts, ())):
+        append = _append(stmt)
+        if append is not None:
+            last_append[append[0]] = position
+            append_loops.setdefault(append[0], set()).update(loops)
+            continue
         assign = _assign(stmt)
         if assign is None:
             continue
         if isinstance(assign.value, cst.Name):
-            other.add(assign.value.value)  # copied: another name may see the appends
+            copies.append((assign.value.value, position, loops))
         for target in assign.targets:
-            for name in assigned_names(target.target):
-                (displays if isinstance(assign.value, cst.List) and isinstance(
-                    target.target, cst.Name) else other).add(name)
+            pairs = [(target.target, assign.value)]
+            if isinstance(target.target, cst.Tuple) and isinstance(assign.value, cst.Tuple) \
+                    and len(target.target.elements) == len(assign.value.elements):
+                pairs = [(t.value, v.value) for t, v in zip(target.target.elements,
+                                                            assign.value.elements)]
+            for target_node, value in pairs:  # (`xs, start = [], 0` too)
+                for name in assigned_names(target_node):
+                    (displays if isinstance(value, cst.List) and isinstance(
+                        target_node, cst.Name) else other).add(name)
+    for name, position, loops in copies:  # another name that may see later appends
+        if position < last_append.get(name, -1) or append_loops.get(name, set()) & set(loops):
+            other.add(name)
     return displays - other
+
+
+def _walk_in_loops(stmts: list[cst.BaseStatement], loops: tuple[int, ...]) -> Any:
+    """Every simple statement of `stmts` with the loops around it (as ids)."""
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt, loops
+        elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.FunctionDef):
+            inner = loops + (id(stmt),) if isinstance(stmt, (cst.For, cst.While)) else loops
+            yield from _walk_in_loops(_block(stmt.body), inner)
+            orelse = getattr(stmt, "orelse", None)
+            while orelse is not None:
+                yield from _walk_in_loops(_block(orelse.body), inner)
+                orelse = getattr(orelse, "orelse", None)
 
 
 def _rewrite_appends(stmts: list[cst.BaseStatement], built: set[str], alias: str,
