@@ -93,3 +93,31 @@ def test_in_place_appends_reverse_mode_cannot_follow_are_errors(fn, args):
     with pytest.raises(TranspileError, match="in place") as info:
         tp.grad(fn)(*args)
     assert f"{__file__}:" in str(info.value)
+
+
+def convolve(x, w):  # the first example of JAX's "Automatic vectorization" page
+    output = []
+    for i in range(1, len(x) - 1):
+        output.append(jnp.dot(x[i - 1:i + 2], w))
+    return jnp.array(output)
+
+
+def test_jax_vmap_docs_first_example():
+    x, w = np.arange(5, dtype=F32), np.array([2.0, 3.0, 4.0], F32)
+    xs, ws = np.stack([x, x]), np.stack([w, w])
+    want = np.stack([np.convolve(x, w[::-1], "valid")] * 2)
+    np.testing.assert_allclose(tp.vmap(convolve)(xs, ws), want)
+    np.testing.assert_allclose(tp.jit(tp.vmap(convolve))(xs, ws), want)
+    np.testing.assert_allclose(tp.vmap(convolve, in_axes=[0, None])(xs, w), want)
+    grads = tp.vmap(tp.grad(lambda x, w: jnp.sum(convolve(x, w))))(xs, ws)
+    np.testing.assert_allclose(grads[0], [2, 5, 9, 7, 4])
+
+
+def test_array_of_batched_elements():
+    x = np.arange(8, dtype=F32).reshape(4, 2)
+    np.testing.assert_allclose(tp.vmap(lambda v: jnp.array([v[0], v[1] * 2]))(x),
+                               np.stack([x[:, 0], 2 * x[:, 1]], axis=1))
+    got = tp.vmap(lambda a, b: jnp.array([[a, b], [b, 2.0]]), (0, None))(x[:, 0], F32(5))
+    assert got.shape == (4, 2, 2) and got.dtype == np.float32
+    np.testing.assert_allclose(got[:, 1, 1], 2.0)
+    np.testing.assert_allclose(got[:, 0, 0], x[:, 0])

@@ -49,6 +49,59 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
 _HELPERS: dict[int, Any] = {}
 
 
+def _array_of_sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``jnp.array([x0, x1 * 2])`` with batched elements: each element with the batch axis
+    first (unbatched ones broadcast), stacked along the nesting axes, which then move
+    after the batch axis."""
+    if not args or not isinstance(args[0], (list, tuple)) or bt.batched(kwdims) \
+            or not bt.batched(dims[0]):
+        from transpiler.transforms.api import _target
+        return bt.function_call(_target(fn), args, dims, kwargs, kwdims, None)
+    from transpiler import numpy as jnp
+    from transpiler.primitives.batching import materialize
+    size = bt.batch_size()
+
+    def front(x: Any, d: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            items = [front(v, d[i] if isinstance(d, (list, tuple)) else d)
+                     for i, v in enumerate(x)]
+            return jnp.stack(items, axis=1)  # the nesting axis, after the batch axis
+        return materialize(jnp.asarray(x, dtype=kwargs.get("dtype")), d, size)
+
+    out = front(args[0], dims[0])
+    dtype = kwargs.get("dtype")
+    return (out if dtype is None else jnp.asarray(out, dtype=dtype)), 0
+
+
+def _array_of_sequence_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict,
+                           kwdims: dict) -> tuple:
+    """The generated VJP of ``jnp.array(sequence)`` with batched elements or cotangent:
+    each element's cotangent is its slice of the cotangent (batch axis first)."""
+    keyword = getattr(fn, "cotangent_param", "_out_bar")
+    g, gd = kwargs.get(keyword), kwdims.get(keyword)
+    if not args or not isinstance(args[0], (list, tuple)) or not (bt.batched(dims) or
+                                                                  bt.batched(gd)):
+        return bt.function_call(fn, args, dims, kwargs, kwdims, None)
+    from transpiler import numpy as jnp
+    from transpiler.primitives.batching import materialize
+    from transpiler.transforms import runtime_helpers as rh
+    from transpiler.tree_util._registry import sequence_like
+    out, out_d = _array_of_sequence(jnp.array, args[:1], dims[:1], {}, {})
+    g = None if g is None or g is rh.SEED else materialize(g, gd, bt.batch_size())
+
+    def split(x: Any, bar: Any) -> tuple[Any, Any]:
+        if isinstance(x, (list, tuple)):
+            parts = [split(v, None if bar is None else bar[:, i]) for i, v in enumerate(x)]
+            return sequence_like(x, [p[0] for p in parts]), sequence_like(x, [p[1] for p in parts])
+        if bar is None:
+            return None, None
+        return jnp.asarray(bar, dtype=jnp.result_type(x)), 0
+
+    bars, bar_dims = split(args[0], g)
+    rest = (None,) * (len(args) - 1)
+    return (out, (bars, *rest)), (out_d, (bar_dims, *rest))
+
+
 def _special(fn: Any) -> Any:
     from transpiler.transforms import control_batch, vmap_api
     if isinstance(fn, bt.Method):
@@ -58,6 +111,11 @@ def _special(fn: Any) -> Any:
     if fn is abs:
         return _abs
     from transpiler import numpy as jnp
+    if fn in (jnp.array, jnp.asarray):
+        return _array_of_sequence
+    vjp_of = getattr(fn, "vjp_of", None)  # the generated VJP of jnp.array / asarray
+    if isinstance(vjp_of, tuple) and vjp_of[0] in (jnp.array, jnp.asarray):
+        return _array_of_sequence_vjp
     if fn is jnp.einsum:
         from transpiler.transforms.batch_helpers import einsum
         return einsum
