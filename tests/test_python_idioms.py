@@ -121,3 +121,50 @@ def test_array_of_batched_elements():
     assert got.shape == (4, 2, 2) and got.dtype == np.float32
     np.testing.assert_allclose(got[:, 1, 1], 2.0)
     np.testing.assert_allclose(got[:, 0, 0], x[:, 0])
+
+
+def numpy_style_updates(x):
+    y = jnp.zeros(4)
+    y[0] = x[0] * 2
+    y[1:3] += x[1:3] ** 2
+    y[3] -= x[3]
+    y[y > 100] = 0.0
+    return jnp.sum(y * y)
+
+
+def test_in_place_updates_of_a_local_array():
+    x = np.array([1.0, 2.0, 3.0, 4.0], F32)
+    want_grad = [8.0, 32.0, 108.0, 8.0]  # y = [2 x0, x1^2, x2^2, -x3]
+    np.testing.assert_allclose(tp.jit(numpy_style_updates)(x), 117.0)
+    np.testing.assert_allclose(tp.grad(numpy_style_updates)(x), want_grad)
+    np.testing.assert_allclose(tp.jit(tp.grad(numpy_style_updates))(x), want_grad)
+    # 20 x: y = [40, 1600, 3600, -80], and the mask zeroes the two above 100
+    np.testing.assert_allclose(tp.vmap(numpy_style_updates)(np.stack([x, 20 * x])),
+                               [117.0, 40.0 ** 2 + 80.0 ** 2])
+    np.testing.assert_allclose(tp.jvp(numpy_style_updates, (x,), (np.ones(4, F32),))[1],
+                               sum(want_grad))
+
+
+def updates_an_argument(x):
+    x[0] = 1.0
+    return jnp.sum(x)
+
+
+def updates_a_shared_array(x):
+    y = x * 2
+    z = y
+    y[0] = 0.0
+    return jnp.sum(z)
+
+
+@pytest.mark.parametrize("fn", [updates_an_argument, updates_a_shared_array])
+def test_in_place_updates_that_could_be_seen_elsewhere_are_errors(fn):
+    with pytest.raises(TranspileError, match="in-place update") as info:
+        tp.grad(fn)(np.ones(3, F32))
+    assert ".at[0].set" in str(info.value) and f"{__file__}:" in str(info.value)
+
+
+def test_eager_item_assignment_says_what_to_do():
+    with pytest.raises(TypeError, match="immutable") as info:
+        jnp.zeros(3)[0] = 1.0
+    assert ".at[index].set(value)" in str(info.value)

@@ -123,6 +123,13 @@ class ArrayMethods:
     def __getitem__(self, index: Any) -> Any:
         return _jnp().getitem(self, index)
 
+    def __setitem__(self, index: Any, value: Any) -> None:
+        from transpiler.errors import located
+        raise located(TypeError, f"{type(self).__name__} does not support item assignment: "
+                      "transpiler arrays are immutable, as JAX's are",
+                      "write `x = x.at[index].set(value)`; inside a function that jit, grad "
+                      "or vmap transforms, `y[i] = v` works on an array the function creates")
+
     def astype(self, dtype: Any) -> Any:
         return _jnp().astype(self, dtype)
 

@@ -5,6 +5,7 @@ Ordered, single-purpose passes (``CANONICALIZE_PASSES``):
 0. ``expand-one-line-bodies`` ``def f(x): return x`` -> an indented body
    ``generators-to-lists``    ``sum(e for v in xs)`` -> ``sum([e for v in xs])``,
    ``next(e for v in xs)`` -> ``[e for v in xs][0]``
+   ``functional-item-updates`` ``y[i] = v`` -> ``y = y.at[i].set(v)`` (arrays made here)
 1. ``expand-elif``           ``elif c:`` -> ``else:`` + nested ``if c:``
 2. ``expand-aug-assign``     ``x += y`` -> ``x = x + y``
 3. ``lower-for-loops``       ``for x in xs`` / ``enumerate`` / ``zip`` -> ``for _i in range(n)``
@@ -18,6 +19,7 @@ statements by the ANF pass (`anf.py`), which knows the evaluation order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import libcst as cst
 import transpiler.frontend.match as m
@@ -97,6 +99,57 @@ class GeneratorsToLists(LocatedTransformer):
                 "iter({e})", e=updated.args[0].value))
             return updated.with_changes(args=[first, *updated.args[1:]])
         return updated
+
+
+# `y[i] op= v` as the `.at[i]` update that does it (others: ``.set(y[i] op v)``)
+_AT_UPDATES = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply",
+               cst.DivideAssign: "divide", cst.PowerAssign: "power"}
+
+
+class FunctionalItemUpdates(LocatedTransformer):
+    """``y[i] = v`` -> ``y = y.at[i].set(v)``, ``y[i] += v`` -> ``y = y.at[i].add(v)``: the
+    element updates the fence let through (arrays this function made and shares with no
+    other name, fence.updatable_arrays), as the functional updates they amount to. (The
+    library's own code is not fenced and keeps its NumPy updates.)"""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if not hasattr(self, "updatable"):  # the function itself (not a nested def)
+            from transpiler.errors import _PACKAGE_DIR
+            from transpiler.frontend.fence import updatable_arrays
+            library = str(self.ctx.filename).startswith(_PACKAGE_DIR)
+            self.updatable = set() if library else updatable_arrays(node)
+        return True
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        target = updated.targets[0].target if len(updated.targets) == 1 else None
+        if not self.updates(target):
+            return updated
+        return _at_update(target, "set", updated.value)  # type: ignore[arg-type]
+
+    def updates(self, target: Any) -> bool:
+        return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+            and target.value.value in self.updatable
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> Any:
+        target = updated.target
+        if not self.updates(target):
+            return updated
+        method = _AT_UPDATES.get(type(updated.operator))
+        if method is not None:
+            return _at_update(target, method, updated.value)
+        if isinstance(updated.operator, cst.SubtractAssign):
+            return _at_update(target, "add", cst.UnaryOperation(
+                operator=cst.Minus(), expression=parenthesize(updated.value)))
+        binary = AUG_TO_BINARY[type(updated.operator)]()
+        return _at_update(target, "set", cst.BinaryOperation(
+            left=target, operator=binary, right=parenthesize(updated.value)))
+
+
+def _at_update(target: cst.Subscript, method: str, value: cst.BaseExpression) -> cst.Assign:
+    name = target.value
+    at = target.with_changes(value=cst.Attribute(value=name, attr=cst.Name("at")))
+    call = cst.Call(func=cst.Attribute(value=at, attr=cst.Name(method)), args=[cst.Arg(value)])
+    return cst.Assign(targets=[cst.AssignTarget(target=name)], value=call)
 
 
 class ExpandElif(LocatedTransformer):
@@ -394,6 +447,7 @@ class RemoveEarlyReturns(LocatedTransformer):
 CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
     Stage("generators-to-lists", GeneratorsToLists, triggers=(cst.GeneratorExp,)),
+    Stage("functional-item-updates", FunctionalItemUpdates, triggers=(cst.Subscript,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
         isinstance(s, cst.If) and isinstance(s.orelse, cst.If)
         for s in walk_statements(func.body))),

@@ -63,6 +63,7 @@ class Fence:
         self.func = func
         self.filename = filename
         self.locations = locations
+        self.updatable = updatable_arrays(func)
 
     def error(self, node: cst.CSTNode, message: str, hint: str) -> TranspileError:
         return TranspileError(message, self.locations.get(node), hint)
@@ -100,13 +101,22 @@ class Fence:
     # --- assignments -------------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
+            if len(node.targets) == 1 and self.item_update(target.target):
+                continue
             self.check_targets(target.target, None)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.check_targets(node.target, None)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.check_targets(node.target, node)
+        if not self.item_update(node.target):
+            self.check_targets(node.target, node)
+
+    def item_update(self, target: cst.BaseExpression) -> bool:
+        """``y[i] = v`` on an array this function made and shares with no other name:
+        canonicalization makes it ``y = y.at[i].set(v)``."""
+        return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+            and target.value.value in self.updatable
 
     def check_targets(self, target: cst.BaseExpression, aug: Optional[cst.AugAssign]) -> None:
         """Reject writes into arrays (``x[i] = v``), attributes and starred targets."""
@@ -116,14 +126,65 @@ class Fence:
                                  "supported", "Index explicitly: `a, rest = t[0], t[1:]`.")
             if m.matches(leaf, m.Subscript()):
                 assert isinstance(leaf, cst.Subscript)
-                raise self.error(leaf, "in-place update of an array element is not supported "
-                                 "(arrays are immutable)", _at_hint(leaf, aug))
+                raise self.error(leaf, "in-place update of an element of "
+                                 f"`{_code(leaf.value)}`: only an array this function creates "
+                                 "(with a call or arithmetic) and no other name or container "
+                                 "refers to is updated in place; this one may be an argument, "
+                                 "a list or dict, or shared", _at_hint(leaf, aug))
             if m.matches(leaf, m.Attribute()):
                 assert isinstance(leaf, cst.Attribute)
                 raise self.error(leaf, "assignment to an attribute is not supported (objects "
                                  "cannot be mutated inside a transformed function)",
                                  f"Bind a new local name instead of setting "
                                  f"`{_code(leaf)}`, and return it if the caller needs it.")
+
+
+# Calls that make containers, not arrays
+_CONTAINER_CALLS = frozenset({"list", "dict", "set", "tuple", "iter", "zip", "enumerate",
+                              "range", "sorted", "reversed", "map", "filter"})
+
+
+def updatable_arrays(func: cst.FunctionDef) -> set[str]:
+    """Local names whose element updates (``y[i] = v``) can be functional: every value
+    they are assigned is computed by a call or arithmetic (an array, not a list or dict),
+    they are not parameters, and no other name, container or call argument ever holds the
+    same object (``z = y``, ``[y]``, ``xs.append(y)``), so no one could see the change."""
+    params = {p.name.value for p in [*func.params.params, *func.params.posonly_params,
+                                     *func.params.kwonly_params]}
+    for star in (func.params.star_arg, func.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            params.add(star.name.value)
+    made: set[str] = set()
+    other: set[str] = set(params)
+    for node in m.preorder(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) \
+                else [node.target]
+            value = node.value
+            for target in targets:
+                if isinstance(target, cst.Name):
+                    computed = isinstance(value, (cst.BinaryOperation, cst.UnaryOperation,
+                                                  cst.Attribute)) or (
+                        isinstance(value, cst.Call) and not (
+                            isinstance(value.func, cst.Name)
+                            and value.func.value in _CONTAINER_CALLS))
+                    (made if computed or isinstance(node, cst.AugAssign) else other).add(
+                        target.value)
+                elif not isinstance(target, (cst.Subscript, cst.Attribute)):
+                    other.update(n.value for n in m.findall(target, m.Name())
+                                 if isinstance(n, cst.Name))
+            if isinstance(value, cst.Name):  # `z = y`: two names for one array
+                other.add(value.value)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            other.update(n.value for n in m.findall(node.target, m.Name())
+                         if isinstance(n, cst.Name))
+        elif isinstance(node, (cst.Element, cst.DictElement)):
+            if isinstance(node.value, cst.Name):
+                other.add(node.value.value)  # held by a container
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in ("append", "extend", "insert", "add", "update"):
+            other.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
+    return made - other
 
 
 def fence(func: cst.FunctionDef, filename: str,

@@ -64,17 +64,7 @@ class _IndexUpdateRef:
         self.array, self.index = array, index
 
     def _scatter(self, values: Any, mode: str, where: Optional[str] = None) -> Any:
-        if where not in (None, "drop", "fill", "promise_in_bounds", "clip"):
-            raise ValueError(f".at[]: unsupported mode {where!r}")
-        aval = abstractify(self.array, 0, "at")
-        updates = conv.convert_element_type(asarray(values), dtype=aval.dtype)
-        if aval.ndim == 0:  # no axis to scatter along: combine elementwise
-            parse_index(aval.shape, self.index)
-            return _combine_whole(self.array, updates, mode)
-        indices, out_shape = _scatter_indices(aval.shape, parse_index(aval.shape, self.index),
-                                              clip=where == "clip")
-        updates = sp.broadcast_to(updates, shape=out_shape)
-        return ip.scatter(self.array, indices, updates, mode=mode)
+        return update(self.array, self.index, values, mode, where)
 
     def get(self, *, mode: Optional[str] = None, **_: Any) -> Any:
         """``x[index]`` (out-of-range array indices are clamped)."""
@@ -118,6 +108,37 @@ class _IndexUpdateRef:
 def _ones_like(x: Any) -> Any:
     aval = abstractify(x)
     return sp.broadcast_to(np.ones((), aval.dtype), shape=aval.shape)
+
+
+def update(array: Any, index: Any, values: Any, mode: str, where: Optional[str] = None) -> Any:
+    """``array.at[index].<mode>(values)`` (mode: set, add, multiply, min, max; `where`: the
+    out-of-bounds mode)."""
+    if where not in (None, "drop", "fill", "promise_in_bounds", "clip"):
+        raise ValueError(f".at[]: unsupported mode {where!r}")
+    aval = abstractify(array, 0, "at")
+    updates = conv.convert_element_type(asarray(values), dtype=aval.dtype)
+    if aval.ndim == 0:  # no axis to scatter along: combine elementwise
+        parse_index(aval.shape, index)
+        return _combine_whole(array, updates, mode)
+    if _whole_mask(index, aval.shape) and abstractify(updates).shape == ():
+        # x.at[mask].set(v), a mask as large as x: elementwise, so a traced mask works
+        # under jit as well (the update's shape does not depend on the mask's values)
+        return conv.select(index, _combine_whole(array, updates, mode), array)
+    indices, out_shape = _scatter_indices(aval.shape, parse_index(aval.shape, index),
+                                          clip=where == "clip")
+    updates = sp.broadcast_to(updates, shape=out_shape)
+    return ip.scatter(array, indices, updates, mode=mode)
+
+
+def _whole_mask(index: Any, shape: tuple[int, ...]) -> bool:
+    """Whether `index` is a boolean array of exactly `shape`."""
+    if isinstance(index, (bool, np.bool_, tuple, list, slice)) or index is None:
+        return False
+    try:
+        aval = abstractify(index)
+    except Exception:
+        return False
+    return aval.dtype == dtypes.bool_ and aval.shape == tuple(shape)
 
 
 def _combine_whole(x: Any, updates: Any, mode: str) -> Any:

@@ -228,8 +228,11 @@ _NEEDS: "weakref.WeakKeyDictionary[Callable, bool]" = weakref.WeakKeyDictionary(
 _HAS_CONTROL_FLOW: dict[types.CodeType, bool] = {}
 # Why a function was called unconverted (conversion raised): function -> the error.
 FAILURES: "weakref.WeakKeyDictionary[Callable, TranspileError]" = weakref.WeakKeyDictionary()
+# What conversion rewrites: control flow, and element updates (``y[i] = v``, canonicalized
+# to ``y = y.at[i].set(v)`` on arrays the function makes)
 _BRANCH_OPS = frozenset(op for name, op in dis.opmap.items()
-                        if name.startswith(("POP_JUMP", "JUMP_IF", "FOR_ITER", "JUMP_BACKWARD")))
+                        if name.startswith(("POP_JUMP", "JUMP_IF", "FOR_ITER", "JUMP_BACKWARD",
+                                            "STORE_SUBSCR")))
 _SCANNED_ITEMS = 64
 _NOT_CONVERTED = "Python control flow was not converted to lax control flow in"
 _FOREIGN = frozenset({"numpy", "scipy", "jax", "jaxlib", "iree", "libcst", "runtime"})

@@ -241,11 +241,12 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
             value = v
         method = "multiply" if method == "mul" else method
         return getattr(front.at[(slice(None), *key)], method)(value, **kwargs), 0
-    return call(_at_update, (x, key, value, method), (dims, key_dims, value_dims, None), {}, {})
-
-
-def _at_update(x: Any, key: Any, value: Any, method: str) -> Any:
-    return getattr(x.at[key], method)(value)
+    from transpiler.numpy.index_update import update  # a batched key: batch the update
+    mode = "multiply" if method == "mul" else method
+    if mode not in ("set", "add", "multiply", "min", "max"):
+        raise TranspileError(f"vmap cannot batch `.at[...].{method}()` with a batched index",
+                             user_location(), "use .set, .add, .multiply, .min or .max")
+    return call(update, (x, key, value, mode), (dims, key_dims, value_dims, None), {}, {})
 
 
 def _indexed_shape(aval: ShapedArray, key: tuple) -> tuple:
