@@ -221,8 +221,19 @@ class ReverseAD(LoopAdjoints):
         the container change, so this is an error, never a dropped derivative."""
         self.refused: dict[cst.BaseStatement, TranspileError] = {}
         for stmt, _ in _walk_in_loops(stmts, ()):
-            value = stmt.body[0].value if isinstance(stmt.body[0], (cst.Expr, cst.Assign)) \
-                else None  # type: ignore[attr-defined]
+            small = stmt.body[0]  # type: ignore[attr-defined]
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and \
+                    small.value.value in self.active and any(
+                        isinstance(t.target, cst.Subscript) for t in small.targets):
+                err = self.error(stmt, "an element of a container is set to a differentiated "
+                                 "value in place, which reverse mode cannot follow",
+                                 "build a new container instead (a dict or list display, "
+                                 "or a comprehension), or use x.at[i].set(v) on arrays")
+                if self.user_code:
+                    raise err
+                self.refused[stmt] = err
+                continue
+            value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
             if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
                     and isinstance(value.func.value, cst.Name)
                     and value.func.attr.value in _MUTATORS
