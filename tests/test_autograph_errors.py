@@ -87,14 +87,20 @@ def test_list_growing_in_traced_loop_suggests_scan():
 
 
 def test_unconvertible_function_keeps_static_control_flow_and_explains_traced():
-    def static_dictcomp(x):
-        parts = {k: x * k for k in range(3)}
+    def static_unconvertible(x):
+        try:  # (`try` is not converted: the function is traced as written)
+            parts = [x * k for k in range(3)]
+        finally:
+            pass
         if len(parts) == 3:
             return parts[0] + parts[2]
         return x
 
-    def traced_dictcomp(x):
-        parts = {k: x * k for k in range(3)}
+    def traced_unconvertible(x):
+        try:
+            parts = [x * k for k in range(3)]
+        finally:
+            pass
         if jnp.sum(parts[1]) > 0:
             return parts[2]
         return x
@@ -105,8 +111,8 @@ def test_unconvertible_function_keeps_static_control_flow_and_explains_traced():
             return parts[2]
         return x
 
-    np.testing.assert_allclose(jax.jit(static_dictcomp)(f32(2.0)), 4.0)
-    with pytest.raises(TracerError, match="not converted.*dict comprehensions"):
-        jax.jit(traced_dictcomp)(f32(2.0))
+    np.testing.assert_allclose(jax.jit(static_unconvertible)(f32(2.0)), 4.0)
+    with pytest.raises(TracerError, match="not converted.*`try` statements"):
+        jax.jit(traced_unconvertible)(f32(2.0))
     np.testing.assert_allclose(jax.jit(traced_listcomp)(f32(2.0)), 4.0)
     np.testing.assert_allclose(jax.jit(traced_listcomp)(f32(-2.0)), -2.0)

@@ -168,3 +168,30 @@ def test_eager_item_assignment_says_what_to_do():
     with pytest.raises(TypeError, match="immutable") as info:
         jnp.zeros(3)[0] = 1.0
     assert ".at[index].set(value)" in str(info.value)
+
+
+def dict_comprehension(d):
+    doubled = {k: v * 2 for k, v in d.items()}
+    return jnp.sum(doubled["a"] * doubled["b"]) + sum(jnp.sum(v) for v in d.values())
+
+
+def set_comprehension(xs):
+    sizes = {len(v) for v in xs}  # a set of static values
+    return jnp.sum(xs[0] ** 2) * len(sizes)
+
+
+def test_dict_and_set_comprehensions():
+    d = {"a": np.array([1.0, 2.0], F32), "b": np.array([3.0, -1.0], F32)}
+    want = {"a": 4 * d["b"] + 1, "b": 4 * d["a"] + 1}
+    for g in (tp.grad(dict_comprehension)(d), tp.jit(tp.grad(dict_comprehension))(d)):
+        for k in d:
+            np.testing.assert_allclose(g[k], want[k], rtol=1e-6)
+    ones = {k: np.ones(2, F32) for k in d}
+    np.testing.assert_allclose(tp.jvp(dict_comprehension, (d,), (ones,))[1],
+                               sum(float(np.sum(w)) for w in want.values()), rtol=1e-6)
+    batch = {k: np.stack([v, 2 * v]) for k, v in d.items()}
+    np.testing.assert_allclose(tp.vmap(dict_comprehension)(batch),
+                               [float(dict_comprehension({k: v[i] for k, v in batch.items()}))
+                                for i in range(2)], rtol=1e-6)
+    xs = [np.array([1.0, 2.0], F32), np.ones(3, F32)]
+    np.testing.assert_allclose(tp.grad(set_comprehension)(xs)[0], 4 * xs[0], rtol=1e-6)

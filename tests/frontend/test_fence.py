@@ -93,10 +93,6 @@ def walrus(x):
     return x
 
 
-def dict_comp(x):
-    return {i: x for i in range(3)}  # F:dictcomp
-
-
 def starred_target(xs):
     first, *rest = xs  # F:starred
     return first
@@ -134,7 +130,6 @@ CASES = [
     (tuple_set_item, "tupleitem", "x[2]", len("x[2]"), "x = x.at[2].set(value)"),
     (set_attr, "setattr", "x.value", len("x.value"), "assignment to an attribute"),
     (walrus, "walrus", "y := x * 2", len("y := x * 2"), "`:=`"),
-    (dict_comp, "dictcomp", "{i: x", len("{i: x for i in range(3)}"), "dict comprehensions"),
     (starred_target, "starred", "*rest", len("*rest"), "starred"),
     (nested_decorator, "decorator", "@staticmethod", len("@staticmethod"),
      "inner = staticmethod(inner)"),

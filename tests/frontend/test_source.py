@@ -256,6 +256,7 @@ def test_parse_function_contract():
 
 
 def _user_names(namespace):
-    """The namespace without the builtins that rewriting may introduce (range, len ...)."""
+    """The namespace without the names rewriting may introduce (range, len ...)."""
     from transpiler.frontend import REWRITE_BUILTINS
-    return {k: v for k, v in namespace.items() if k not in REWRITE_BUILTINS}
+    from transpiler.rewritten import WITH_ITEM
+    return {k: v for k, v in namespace.items() if k not in (*REWRITE_BUILTINS, WITH_ITEM)}

@@ -25,6 +25,7 @@ from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import SourceLocation
 from transpiler.per_thread import PerThreadList
+from transpiler.rewritten import INTRODUCED
 
 FORMAT = "1"
 _RECORD = "AD1"  # the header of a record on disk (transpiler/cache_files.py)
@@ -91,6 +92,8 @@ def lookup(fn: Callable, name: str) -> Any:
     found = getattr(fn, "__globals__", {}).get(name, _MISSING)
     if found is _MISSING:
         found = getattr(builtins, name, _MISSING)
+    if found is _MISSING:  # a function the frontend's rewriting calls
+        found = INTRODUCED.get(name, _MISSING)
     return found
 
 

@@ -29,6 +29,7 @@ from transpiler.frontend.fence import fence
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
 from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import resolve_names
+from transpiler.rewritten import INTRODUCED
 
 Locations = dict[cst.CSTNode, SourceLocation]
 
@@ -132,6 +133,8 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
     # Rewriting introduces reads of a few builtins (``range``, ``len``, ``min``, ``list``).
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))
+    for name, function in INTRODUCED.items():  # (_with_item ...)
+        namespace.setdefault(name, function)
     return ParsedFunction(
         name=source.name,
         func=func,

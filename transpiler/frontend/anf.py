@@ -48,7 +48,8 @@ class ToAnf(LocatedTransformer):
             cst.Dict: self._dict, cst.Lambda: self._lambda,
             # kept whole, the value of a statement of their own: a list comprehension is
             # transformed as one (transforms/classify.py), an f-string is a static string
-            cst.ListComp: self._whole, cst.FormattedString: self._whole,
+            cst.ListComp: self._whole, cst.DictComp: self._whole, cst.SetComp: self._whole,
+            cst.FormattedString: self._whole,
         }
         self._outer_locals: list[set[str]] = []
 

@@ -1,5 +1,6 @@
-"""Stage ``lower-comprehensions`` (vmap's frontend only): a list, set, dict or generator
-comprehension in a statement becomes the loop it stands for, hoisted before the statement:
+"""Stage ``lower-comprehensions`` (the user's code for every transform, and vmap's frontend
+for the library's): a list, set, dict or generator comprehension in a statement becomes
+the loop it stands for, hoisted before the statement:
 
     names = [n for n, t in zip(names, ts) if t is not None]
 ->
@@ -11,7 +12,9 @@ comprehension in a statement becomes the loop it stands for, hoisted before the 
 
 so each element is computed by ordinary statements the batching transform rewrites one by
 one (a comprehension's element can be any expression). Its variables get fresh names (they
-do not leak, as in Python 3). A generator becomes an iterator over the computed list.
+do not leak, as in Python 3). A generator becomes an iterator over the computed list; a
+dict comprehension adds each entry with ``_c0 = _with_item(_c0, key, value)``, a new
+dict, so that reverse mode follows it as a value.
 Comprehensions in a ``while`` test, a lambda or a nested comprehension's ``if`` stay.
 """
 
@@ -22,6 +25,7 @@ from typing import Any
 import libcst as cst
 
 from transpiler.frontend.passes import LocatedTransformer, Stage
+from transpiler.rewritten import WITH_ITEM
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
@@ -92,8 +96,9 @@ class _Hoist(cst.CSTTransformer):
         rename = _Rename(mapping)
         acc = self.fresh("_c")
         code = cst.Module([]).code_for_node
-        if kind == "dict":
-            body = f"{acc}[{code(comp.key.visit(rename))}] = {code(comp.value.visit(rename))}"
+        if kind == "dict":  # a new dict per entry: a value the transforms follow
+            body = (f"{acc} = {WITH_ITEM}({acc}, {code(comp.key.visit(rename))}, "
+                    f"{code(comp.value.visit(rename))})")
         else:
             body = f"{acc}.append({code(comp.elt.visit(rename))})"
         for c in reversed(clauses):

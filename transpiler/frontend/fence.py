@@ -40,9 +40,6 @@ UNSUPPORTED: dict[type[cst.CSTNode], tuple[str, str]] = {
                      "Import at module level; the function sees module-level names."),
     cst.NamedExpr: ("assignment expressions (`:=`) are not supported",
                     "Assign the value in a statement of its own first."),
-    cst.SetComp: ("set comprehensions are not supported", "Write a `for` loop instead."),
-    cst.DictComp: ("dict comprehensions are not supported",
-                   "Write a `for` loop that fills a dict."),
     cst.Match: ("`match` statements are not supported", "Write an `if`/`elif` chain."),
 }
 

@@ -195,7 +195,8 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 # grad's seed, container cotangents, run-time dispatch).
 from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
     ELEMENT, SEED, add, appended, appended_tangent, attribute_bar, attribute_tangent,
-    custom_vjp_bwd, defined, fail, finalize,
+    custom_vjp_bwd, defined, fail, finalize, items_bar, items_tangent, values_bar,
+    values_tangent, with_item_tangent, without_item,
     index_bar, item, map_bar, or_zeros, seed, spread, unbound, vjp_call, vjp_call_closure)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.forward_helpers import (  # noqa: E402,F401  (forward mode)

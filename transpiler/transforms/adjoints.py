@@ -85,6 +85,10 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
                     "rewrite it with transpiler.numpy functions")
 
 
+# A dict's views: their cotangents and tangents are the entries' (runtime_helpers.py)
+DICT_VIEWS = ("items", "values", "keys")
+
+
 def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
                  t: str) -> list[cst.BaseStatement]:
     kind = cl.callee_kind(op.callee)
@@ -98,6 +102,12 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
             return call_rule(gen, stmt, method, [cst.Arg(cst.Name(receiver)), *args], t)
         if op.callee[1] in AT_METHODS:
             return at_rule(gen, stmt, op, args, t)
+        if op.callee[1] in DICT_VIEWS:  # d.items(), d.values(): entries of the dict's
+            if op.callee[1] == "keys":
+                return []
+            return gen.accumulate(receiver, parse_template_expression(
+                f"ad.{op.callee[1]}_bar({{d}}, {{g}})", d=cst.Name(receiver),
+                g=cst.Name(gen.bar(t))))
         name = cl.METHOD_TO_FUNCTION.get(op.callee[1])
         if name is None:  # a method of a Python class: its function, the receiver first
             func, args = cl.unbound_method(receiver, op.callee[1], args)
@@ -278,6 +288,13 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
     elif kind == "cotangent_attribute_tangent" and names[0]:  # obj_dot.<name>
         out += gen.accumulate(names[0], parse_template_expression(
             "ad.attribute_bar({o}, {k}, {b})", o=args[0].value, k=args[1].value, b=bar))
+    elif kind == "cotangent_with_item":  # a dict comprehension's next entry
+        if names[0]:
+            out += gen.accumulate(names[0], parse_template_expression(
+                "ad.without_item({b}, {k})", b=bar, k=args[1].value))
+        if names[2]:
+            out += gen.accumulate(names[2], parse_template_expression(
+                "ad.item({b}, {k})", b=bar, k=args[1].value))
     elif kind == "cotangent_appended":  # xs.append(v), as reverse mode rewrote it
         if names[0]:
             out += gen.accumulate(names[0], parse_template_expression(

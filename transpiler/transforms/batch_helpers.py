@@ -96,11 +96,13 @@ def tree_map(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> t
 
 def rules() -> dict[int, Any]:
     """id(function) -> rule, for the functions above."""
+    from transpiler.rewritten import with_item
     from transpiler.transforms import forward_helpers as fh
     from transpiler.transforms import runtime_helpers as rh
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
-               rh.spread, rh.item, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent):
+               rh.spread, rh.item, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
+               with_item):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.with_element)] = _with_element

@@ -247,6 +247,7 @@ def _cotangent_helpers() -> dict[int, str]:
     linear maps they are -- second-order derivatives run through them, and their source
     walks containers in ways the transforms do not take apart (comprehensions)."""
     if not _HELPER_KINDS:
+        from transpiler.rewritten import with_item
         from transpiler.transforms import api, forward_helpers
         from transpiler.transforms import runtime_helpers as rh
         _HELPER_KINDS.update({id(api._as_arrays): "pass", id(forward_helpers._filled): "pass",
@@ -254,6 +255,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
                               id(rh.index_bar): "cotangent_index_bar",
                               id(rh.attribute_bar): "cotangent_attribute_bar",
+                              id(with_item): "cotangent_with_item",
                               id(rh.attribute_tangent): "cotangent_attribute_tangent",
                               id(rh.appended): "cotangent_appended",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",

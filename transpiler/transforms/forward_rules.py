@@ -94,6 +94,12 @@ class CallRules:
             if method in cl.METHOD_OWN:
                 from transpiler.array_methods import ArrayMethods
                 return self.call(stmt, t, getattr(ArrayMethods, method), [receiver, *args])
+            if method in ("items", "values"):  # a dict's entries
+                d = op.method_self
+                return [stmt, self.line(f"{self.dot(t)} = ad.{method}_tangent({d}, "
+                                        f"{self.tangent(cst.Name(d))})")]  # type: ignore
+            if method == "keys":
+                return [stmt, self.line(f"{self.dot(t)} = None")]
             if method in AT_METHODS:
                 return self.at_update(stmt, t, op, args)
             name = cl.METHOD_TO_FUNCTION.get(method)
@@ -291,6 +297,9 @@ class CallRules:
         if kind == "cotangent_appended":
             return self.line(f"{self.dot(t)} = ad.appended_tangent({texts[0]}, {dots[0]}, "
                              f"{dots[1]})")
+        if kind == "cotangent_with_item":
+            return self.line(f"{self.dot(t)} = ad.with_item_tangent({texts[0]}, {dots[0]}, "
+                             f"{texts[1]}, {dots[2]})")
         if kind == "cotangent_attribute_bar":
             return self.line(f"{self.dot(t)} = ad.attribute_bar({texts[0]}, {texts[1]}, "
                              f"{dots[2]})")

@@ -38,6 +38,40 @@ def _node(x: Any) -> Any:
     return node_children(x)
 
 
+def items_bar(d: dict, g: Any) -> Any:
+    """The cotangent of `d` from ``d.items()`` (`g`: one (key, value) cotangent each)."""
+    if g is None:
+        return None
+    return {k: (pair[1] if pair is not None else None) for k, pair in zip(d, g)}
+
+
+def values_bar(d: dict, g: Any) -> Any:
+    """The cotangent of `d` from ``d.values()``."""
+    return None if g is None else dict(zip(d, g))
+
+
+def items_tangent(d: dict, d_dot: Any) -> Any:
+    """The tangent of ``d.items()``: (None, tangent) per entry."""
+    return None if d_dot is None else [(None, d_dot.get(k)) for k in d]
+
+
+def values_tangent(d: dict, d_dot: Any) -> Any:
+    """The tangent of ``d.values()``."""
+    return None if d_dot is None else [d_dot.get(k) for k in d]
+
+
+def without_item(g: Any, key: Any) -> Any:
+    """The cotangent of `d` from ``with_item(d, key, v)``: `g` without `key`'s entry."""
+    return None if g is None else {k: v for k, v in g.items() if k != key}
+
+
+def with_item_tangent(d: Any, d_dot: Any, key: Any, value_dot: Any) -> Any:
+    """The tangent of ``with_item(d, key, v)`` (None: zero)."""
+    if d_dot is None and value_dot is None:
+        return None
+    return {**(d_dot if d_dot is not None else {k: None for k in d}), key: value_dot}
+
+
 def attribute_bar(obj: Any, name: str, g: Any) -> Any:
     """The cotangent of ``obj`` from ``y = obj.<name>`` with ``y_bar = g``: `obj`'s structure
     (a NamedTuple, a dataclass or a registered pytree) with `g` in that attribute's place."""
