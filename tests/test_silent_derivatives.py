@@ -417,3 +417,39 @@ def test_control_flow_errors_are_messages_not_tuples():
         tp.jit(lambda x: lax.cond(x > 0, lambda v: v, lambda v: (v, v), x))(1.0)
     assert isinstance(info.value, TranspileError)
     assert not str(info.value).startswith("(") and f"{__file__}:" in str(info.value)
+
+
+# --- found by the malformed-input corpus: once a value, now an error -----------------------------
+
+class _Box:
+    pass
+
+
+def sets_an_attribute(x):
+    box = _Box()
+    setattr(box, "v", x * 3.0)
+    return jnp.sum(box.v)
+
+
+def total(x):
+    return jnp.sum(x)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: tp.grad(sets_an_attribute)(np.ones(3, F32)), "setattr"),
+    (lambda: tp.vmap(lambda x: jnp.sum(x) + len(dir()))(np.ones((2, 3), F32)), "dir"),
+    (lambda: tp.grad(lambda x: None)(np.ones(3, F32)), "scalar"),
+    (lambda: tp.vmap(tp.grad(total))(np.ones((2, 3), np.int32)), "real"),
+    (lambda: tp.jit(tp.grad(total))(np.arange(3)), "real"),
+])
+def test_once_silent_now_an_error_at_the_line(call, error):
+    with pytest.raises(TranspileError, match=error) as info:
+        call()
+    assert f"{__file__}:" in str(info.value)
+
+
+@pytest.mark.parametrize("options", [{"has_aux": "yes"}, {"argnums": "0"}, {"argnums": 0.5},
+                                     {"argnums": ()}, {"argnums": None}])
+def test_bad_grad_options_are_type_errors_when_grad_is_created(options):
+    with pytest.raises(TypeError, match="has_aux|argnums"):
+        tp.grad(total, **options)

@@ -209,6 +209,22 @@ def _argnums(argnums: Union[int, Sequence[int]], nargs: int, fname: str) -> tupl
     return tuple(i % nargs for i in nums)
 
 
+def _check_options(fun: Any, argnums: Any, has_aux: Any, fname: str) -> None:
+    """grad's options, checked when it is created (as JAX does)."""
+    from transpiler.errors import located
+    if not callable(fun):
+        raise located(TypeError, f"grad: expected a function, got {type(fun).__name__}",
+                      "pass the function itself: grad(f), not grad(f(x))")
+    if not isinstance(has_aux, bool):
+        raise located(TypeError, f"grad({fname}): has_aux must be True or False, got "
+                      f"{has_aux!r}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    if isinstance(argnums, bool) or not isinstance(nums, (tuple, list)) or not nums or \
+            not all(isinstance(i, int) and not isinstance(i, bool) for i in nums):
+        raise located(TypeError, f"grad({fname}): argnums must be an int or a non-empty tuple "
+                      f"of ints, got {argnums!r}", "e.g. argnums=0 or argnums=(0, 1)")
+
+
 def _check_differentiable(args: Sequence[Any], nums: Sequence[int], fname: str) -> None:
     from transpiler import dtypes
     from transpiler.primitives.core import abstractify
@@ -224,9 +240,20 @@ def _check_differentiable(args: Sequence[Any], nums: Sequence[int], fname: str) 
 
 
 def _finalize(bar: Any, primal: Any) -> Any:
-    """A full cotangent with the primal's structure: None -> zeros, primal dtypes."""
+    """A full cotangent with the primal's structure: None -> zeros, primal dtypes. (An
+    integer primal is an error, as for grad's own argument check: grad's wrapper runs this
+    under vmap and jit too.)"""
+    from transpiler import dtypes
     from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
     leaves, tree = tree_util.tree_flatten(primal)
+    for leaf in leaves:
+        dtype = abstractify(leaf).dtype
+        if not dtypes.is_float(dtype):
+            raise TranspileError(f"grad requires real-valued (floating) inputs, but got "
+                                 f"dtype {dtype}", user_location(),
+                                 "pass floats (e.g. x.astype(jnp.float32)), or leave the "
+                                 "argument out of argnums")
     bar_leaves = _leaves_like(bar, primal, len(leaves))
     out = []
     for b, p in zip(bar_leaves, leaves):
@@ -318,6 +345,7 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
                    has_aux: bool = False) -> Transformed:
     """``jax.value_and_grad``: ``f(*args) -> (value, grads)`` (``((value, aux), grads)``)."""
     fname = getattr(fun, "__name__", "function")
+    _check_options(fun, argnums, has_aux, fname)
 
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), fname)

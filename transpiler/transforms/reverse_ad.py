@@ -159,6 +159,10 @@ class ReverseAD(LoopAdjoints):
                 test=parse_template_expression("{bar} is None", bar=self.bar_node(out_name)),
                 body=cst.IndentedBlock(body=[nothing])))
             backward.extend(self.backward(forward))
+        elif out_name is not None:  # a constant output: grad still checks what it is
+            backward.append(parse_template_statement(
+                "ad.seed(" + self.out_bar + ", {out}, has_aux={aux})",
+                out=cst.Name(out_name), aux=cst.Name(str(self.has_aux))))
         result = self.return_statement(out_name, out_expr)
         if self.renamed:  # the function's own globals use `ad`, `jnp` ... for other things
             renamer = RenameModules(self.renamed)
