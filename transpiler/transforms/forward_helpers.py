@@ -149,7 +149,7 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
     key = (fn.name, active, tuple(sorted(kwargs)), len(primals))
     if key not in _RULES:
         from transpiler.codegen import load_source
-        from transpiler.transforms.forward_rules import _substitute
+        from transpiler.transforms.forward_ad import _substitute
         from transpiler.transforms.templates import template_namespace
         operands = list(template.operands[:len(primals)])
         dots = [f"{op}_dot" for op in operands]
