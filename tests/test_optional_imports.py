@@ -9,6 +9,7 @@ packages made unimportable."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 import tomllib
@@ -25,8 +26,11 @@ TEST_RUNNERS = {"pytest", "pytest-xdist"}
 
 
 def _test_files():
-    # tests/bench/ holds scripts run by `make bench`, which always has the test extra.
-    return sorted(p for p in TESTS.rglob("*.py") if "bench" not in p.relative_to(TESTS).parts)
+    # tests/bench/ holds scripts run by `make bench`, which always has the test extra, and
+    # tests/jax_docs/ the measurement of JAX's documentation and example programs against
+    # JAX itself (run by hand, never collected by pytest).
+    return sorted(p for p in TESTS.rglob("*.py")
+                  if not {"bench", "jax_docs"} & set(p.relative_to(TESTS).parts))
 
 
 def _optional_top(node: ast.AST) -> str | None:
@@ -130,9 +134,12 @@ WITHOUT_OPTIONAL = ("import sys, pytest\n"
 
 
 def _pytest_without_optional(*args: str) -> subprocess.CompletedProcess:
-    code = WITHOUT_OPTIONAL.format(names=sorted(OPTIONAL), args=["-q", "-p", "no:xdist", *args])
+    # (no plugins autoloaded: hypothesis, when installed, is also a pytest plugin that
+    # pytest would prepare to import)
+    code = WITHOUT_OPTIONAL.format(names=sorted(OPTIONAL), args=["-q", *args])
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600,
+                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
 
 
 @pytest.mark.slow

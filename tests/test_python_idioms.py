@@ -195,3 +195,25 @@ def test_dict_and_set_comprehensions():
                                 for i in range(2)], rtol=1e-6)
     xs = [np.array([1.0, 2.0], F32), np.ones(3, F32)]
     np.testing.assert_allclose(tp.grad(set_comprehension)(xs)[0], 4 * xs[0], rtol=1e-6)
+
+
+def starred_list(xs):
+    a, *rest = xs
+    return jnp.sum(a * 2) + sum(jnp.sum(r ** 2) for r in rest)
+
+
+def starred_rows(x):
+    first, *middle, last = x  # rows of an array; `middle` is a list, as in Python
+    return first * last + jnp.sum(jnp.stack(middle))
+
+
+def test_starred_assignment_targets():
+    xs = [F32(1.0), F32(2.0), F32(3.0)]
+    for got in (tp.grad(starred_list)(xs), tp.jit(tp.grad(starred_list))(xs)):
+        np.testing.assert_allclose([float(g) for g in got], [2.0, 4.0, 6.0])
+    assert float(tp.jvp(starred_list, (xs,), (xs,))[1]) == 28.0  # 2 + 2*2*2 + 2*3*3
+    x = np.array([1.0, 2.0, 3.0, 4.0], F32)
+    for got in (tp.grad(starred_rows)(x), tp.jacfwd(starred_rows)(x), tp.jit(tp.grad(starred_rows))(x)):
+        np.testing.assert_allclose(got, [4.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(tp.vmap(starred_rows)(np.stack([x, 2 * x])), [9.0, 26.0])
+    assert float(tp.jit(starred_rows)(x)) == 9.0

@@ -87,9 +87,24 @@ def test_custom_rule_of_the_transformed_function_is_used(name):
     np.testing.assert_allclose(np.asarray(fn()), want, rtol=1e-6)
 
 
-def test_second_order_through_a_custom_jvp_is_an_error_not_a_zero():
-    with pytest.raises(TranspileError):
-        tp.grad(tp.grad(lambda x: log1pexp(x)))(0.0)
+def test_second_order_through_a_custom_jvp_and_a_custom_vjp_differentiates_the_rules():
+    """As JAX does: reverse mode of the rule's tangent output (custom_jvp), of the bwd
+    rule and the fwd rule's residuals (custom_vjp) -- log1pexp'' = sigmoid' = 0.25 at 0."""
+    for x in (0.0, 1.5):
+        s = 1 / (1 + np.exp(-x))
+        for got in (tp.grad(tp.grad(lambda x: log1pexp(x)))(x), tp.grad(tp.grad(log1pexp))(x),
+                    tp.jacfwd(tp.grad(log1pexp))(x), tp.hessian(log1pexp)(x),
+                    tp.jit(tp.grad(tp.grad(log1pexp)))(x)):
+            np.testing.assert_allclose(float(got), s * (1 - s), rtol=1e-5)
+
+    @tp.custom_vjp
+    def sin_ruled(x):
+        return jnp.sin(x)
+
+    sin_ruled.defvjp(lambda x: (sin_ruled(x), jnp.cos(x)), lambda c, g: (c * g,))
+    for fn, scale in ((sin_ruled, 1.0), (lambda x: 2 * sin_ruled(x), 2.0)):
+        for got in (tp.grad(tp.grad(fn))(1.0), tp.jit(tp.grad(tp.grad(fn)))(1.0)):
+            np.testing.assert_allclose(float(got), -scale * np.sin(1.0), rtol=1e-5)
 
 
 # --- relu's convention at the kink -----------------------------------------------------------

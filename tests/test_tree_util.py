@@ -567,3 +567,40 @@ def test_cross_check_with_jax():
         ours_paths = [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(tree)[0]]
         jax_paths = [jax_tu.keystr(p) for p, _ in jax_tu.tree_flatten_with_path(tree)[0]]
         assert ours_paths == jax_paths
+
+
+def test_jit_of_a_pytree_with_dict_aux_data():
+    """JAX's "201/jit" cell: aux data is a dict (unhashable); a changed static field
+    retraces, the same one reuses the trace."""
+    import transpiler as tp
+    import transpiler.numpy as jnp
+
+    class Scaled:
+        def __init__(self, x, mul):
+            self.x, self.mul = x, mul
+
+        @tp.jit
+        def calc(self, y):
+            if self.mul:
+                return self.x * y
+            return y
+
+    tu.register_pytree_node(Scaled, lambda s: ((s.x,), {"mul": s.mul}),
+                            lambda aux, children: Scaled(*children, **aux))
+    c = Scaled(jnp.array(2.0), True)
+    assert float(c.calc(3.0)) == 6.0
+    c.mul = False
+    assert float(c.calc(3.0)) == 3.0
+
+
+def test_jax_tree_short_names():
+    import transpiler as tp
+    params = {"w": np.ones((2, 3), np.float32), "b": [np.zeros(3, np.float32), 2.0]}
+    doubled = tp.tree.map(lambda v: v * 2, params)
+    assert [np.asarray(v).tolist() for v in tp.tree.leaves(doubled)] == \
+        [[0.0] * 3, 4.0, [[2.0] * 3] * 2]
+    leaves, treedef = tp.tree.flatten(params)
+    assert tp.tree.structure(params) == treedef
+    assert tp.tree.unflatten(treedef, leaves)["b"][1] == 2.0
+    assert tp.tree.reduce(lambda a, b: a + np.sum(b), params, 0.0) == 8.0
+    assert tp.tree.all(tp.tree.map(lambda v: np.all(np.asarray(v) >= 0), params))

@@ -155,3 +155,21 @@ def test_python_if_on_batched_value():
 def test_no_mapped_argument():
     with pytest.raises(jax.TranspileError, match="no argument is mapped"):
         jax.vmap(predict, in_axes=None)(W, X)
+
+
+def test_per_example_gradients_with_a_python_scalar_parameter():
+    """JAX's "101/transformations" cell: vmap(grad(loss, (0, 1))) where b is a Python float
+    and in_axes leaves the parameters unbatched."""
+    x = np.array([[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30]], np.float32)
+    y = np.array([1.0, 1.0, 0.0], np.float32)
+    w, b = np.array([1.0, 2.0, -1.0], np.float32), 0.5
+
+    def loss(w, b, x, y):
+        p = 1 / (1 + jnp.exp(-(jnp.dot(x, w) + b)))
+        return -jnp.log(p * y + (1 - p) * (1 - y))
+    w_grads, b_grads = jax.vmap(jax.grad(loss, (0, 1)), in_axes=(None, None, 0, 0))(w, b, x, y)
+    for i in range(3):
+        gw, gb = jax.grad(loss, (0, 1))(w, b, x[i], y[i])
+        np.testing.assert_allclose(w_grads[i], gw, rtol=1e-5)
+        np.testing.assert_allclose(b_grads[i], gb, rtol=1e-5)
+    assert b_grads.shape == (3,) and b_grads.dtype == np.float32

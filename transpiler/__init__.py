@@ -4,7 +4,7 @@
     import transpiler.numpy as jnp
 """
 
-from transpiler import dtypes, lax, nn, primitives, random, tree_util  # noqa: F401
+from transpiler import dtypes, lax, nn, primitives, random, tree, tree_util  # noqa: F401
 from transpiler.array import Array, DeviceArray, ShapeDtypeStruct
 from transpiler.config import config
 from transpiler.errors import TranspileError
@@ -22,5 +22,6 @@ __version__ = "0.1.0"
 
 __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError", "config", "custom_jvp",
            "custom_vjp", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
-           "jacrev", "jit", "jvp", "linearize", "local_device_count", "pmap", "tree_util", "dtypes",
+           "jacrev", "jit", "jvp", "linearize", "local_device_count", "pmap", "tree", "tree_util",
+           "dtypes",
            "value_and_grad", "vjp", "vmap"]

@@ -51,16 +51,6 @@ class Array(AvalProperties, ArrayMethods):
     def tolist(self) -> Any:
         return self._value.tolist()
 
-    def __len__(self) -> int:
-        if not self.aval.shape:
-            raise TypeError("len() of unsized object")
-        return self.aval.shape[0]
-
-    def __iter__(self) -> Any:
-        if not self.aval.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.aval.shape[0]))
-
     def __bool__(self) -> bool:
         return bool(self._value)
 

@@ -72,6 +72,17 @@ class AvalProperties:
     def weak_type(self) -> bool:
         return self.aval.weak_type
 
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self) -> Any:
+        """The rows (an abstract array's too: its shape is known)."""
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))  # type: ignore[index]
+
 
 class ArrayMethods:
     """Mixin: NumPy's operator and method surface with JAX semantics."""

@@ -1,4 +1,4 @@
-"""Python's ``max``, ``min``, ``sum`` and ``abs`` as the transforms see them.
+"""Python's ``max``, ``min``, ``sum``, ``abs`` and ``map`` as the transforms see them.
 
 A transformed function that calls ``max(x[0], x[1])`` on differentiated or batched values
 reaches one of these instead of the builtin (transforms/classify.py): each computes what
@@ -55,10 +55,22 @@ def sum(values: Any, start: Any = 0) -> Any:
     return total
 
 
+def map(function: Any, *iterables: Any) -> Any:
+    """``map(f, xs, ...)``, evaluated at once into a list (a one-pass iterator either way)."""
+    out = []
+    for i in range(builtins.min([builtins.len(xs) for xs in iterables])):  # (static lengths)
+        items = []
+        for xs in iterables:
+            items.append(xs[i])
+        out.append(function(*items))
+    return out
+
+
 abs = jnp.abs
 
 # The builtins these stand in for, in transformed code.
-REPLACES = {builtins.max: max, builtins.min: min, builtins.sum: sum, builtins.abs: abs}
+REPLACES = {builtins.max: max, builtins.min: min, builtins.sum: sum, builtins.abs: abs,
+            builtins.map: map}
 
 
 def stand_in(fn: Any, numpy: bool = True) -> Any:

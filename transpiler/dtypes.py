@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from transpiler.config import config
+from transpiler.errors import located
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -90,9 +91,14 @@ _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64
 
 def canonicalize(dtype: Any) -> np.dtype:
     """The dtype JAX would use: 64-bit types narrow to 32-bit unless x64 is enabled."""
-    dt = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
+    try:
+        dt = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
+    except TypeError:
+        raise located(TypeError, f"unknown dtype {dtype!r}; use one of "
+                       f"{names_of(SUPPORTED)}") from None
     if dt.kind in "OUSVMm" and dt != bfloat16:
-        raise TypeError(f"dtype {dt} is not supported; use one of {names_of(SUPPORTED)}")
+        raise located(TypeError, f"dtype {dt} is not supported; use one of "
+                       f"{names_of(SUPPORTED)}")
     if not config.enable_x64:
         return _NARROW.get(dt, dt)
     return dt

@@ -199,7 +199,7 @@ class Jitted:
                  device: DeviceLike = None, example_args: Optional[Sequence[Any]] = None
                  ) -> None:
         if not callable(fun):
-            raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+            raise located(TypeError, f"jit expects a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self._fun = fun
         self._converted: Optional[Callable] = None  # see _traced_fun
@@ -347,15 +347,23 @@ def _hashable(value: Any, what: str, fname: str) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise TypeError(f"jit({fname}): {what} must be hashable, got "
+        raise located(TypeError, f"jit({fname}): {what} must be hashable, got "
                         f"{type(value).__name__}; pass a tuple instead of a list, or make "
                         "the argument dynamic") from None
     return value
 
 
 def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset, frozenset]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums or ())
-    names = (argnames,) if isinstance(argnames, str) else tuple(argnames or ())
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    names = (argnames,) if isinstance(argnames, str) else argnames
+    if not isinstance(nums, (tuple, list)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in nums):
+        raise located(TypeError, f"jit: static_argnums must be an int or a sequence of ints, "
+                      f"got {argnums!r}", "e.g. static_argnums=1 or static_argnums=(0, 2)")
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise located(TypeError, f"jit: static_argnames must be a str or a sequence of "
+                      f"strs, got {argnames!r}", "e.g. static_argnames='n' or ('n', 'mode')")
+    nums, names = tuple(nums), tuple(names)
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):

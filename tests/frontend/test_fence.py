@@ -94,7 +94,7 @@ def walrus(x):
 
 
 def starred_target(xs):
-    first, *rest = xs  # F:starred
+    (first, *rest), last = xs  # (nested; one level is written out) # F:starred
     return first
 
 

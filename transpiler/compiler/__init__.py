@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
-from transpiler.cache_files import read_sealed, write_sealed
+from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import TranspileError
 
@@ -104,7 +104,18 @@ def _cache_path(key: str) -> Path:
 
 
 def read_cache(key: str) -> Optional[bytes]:
-    return read_sealed(_cache_path(key), _VMFB)
+    path = _cache_path(key)
+    vmfb = read_sealed(path, _VMFB)
+    if vmfb is not None and not _is_module(vmfb):  # sealed, yet no module: rebuilt
+        reject(path, "not a compiled module")
+        return None
+    return vmfb
+
+
+def _is_module(vmfb: bytes) -> bool:
+    """Whether `vmfb` looks like IREE's module format: a FlatBuffer with the ``IREE`` file
+    identifier, bare or in the zip archive that carries its embedded libraries."""
+    return vmfb[4:8] == b"IREE" or (vmfb.startswith(b"PK\x03\x04") and b"IREE" in vmfb[:4096])
 
 
 def write_cache(key: str, vmfb: bytes) -> None:

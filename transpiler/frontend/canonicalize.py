@@ -82,7 +82,8 @@ class ExpandOneLineBodies(LocatedTransformer):
 class GeneratorsToLists(LocatedTransformer):
     """``sum(v ** 2 for v in xs)`` -> ``sum([v ** 2 for v in xs])``: the elements are computed
     when the generator would be consumed (the consumers numeric code passes one to, such
-    as ``sum``, ``max``, ``tuple`` or ``jnp.stack``, iterate it once)."""
+    as ``sum``, ``max``, ``tuple`` or ``jnp.stack``, iterate it once). For the same reason
+    ``map(f, xs)`` is ``list(map(f, xs))``: its values, not a one-pass iterator, flow on."""
 
     def leave_GeneratorExp(self, original: cst.GeneratorExp, updated: cst.GeneratorExp
                            ) -> cst.BaseExpression:
@@ -91,6 +92,9 @@ class GeneratorsToLists(LocatedTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``next(e for ...)`` is ``[e for ...][0]``; with a default, ``next(iter([...]),
         default)`` (an iterator)."""
+        if m.matches(updated.func, m.Name("map")) and len(updated.args) >= 2 and \
+                not any(a.star or a.keyword for a in updated.args):
+            return parse_template_expression("list({e})", e=updated)  # (see the docstring)
         if m.matches(updated.func, m.Name("next")) and updated.args and \
                 isinstance(original.args[0].value, cst.GeneratorExp):
             if len(updated.args) == 1:
@@ -171,6 +175,33 @@ AUG_TO_BINARY: dict[type, type] = {
     cst.RightShiftAssign: cst.RightShift, cst.BitAndAssign: cst.BitAnd,
     cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
 }
+
+
+class ExpandStarredTargets(LocatedTransformer):
+    """``a, *rest, z = v`` -> ``_unpack = v; a = _unpack[0]; rest = list(_unpack[1:-1]);
+    z = _unpack[-1]``: what Python's unpacking gives (the starred name a list; of an array,
+    its rows), as indexing the transforms differentiate and batch."""
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine) -> Any:
+        from transpiler.frontend.fence import starred_names
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign) or \
+                len(updated.body[0].targets) != 1:
+            return updated
+        assign = updated.body[0]
+        parts = starred_names(assign.targets[0].target)
+        if parts is None:
+            return updated
+        before, star, after = parts
+        seq = self.ctx.names.fresh("_unpack")
+        stop = f"len({seq}) - {len(after)}" if after else ""
+        lines = [f"{seq} = {{v}}"]
+        lines += [f"{name} = {seq}[{i}]" for i, name in enumerate(before)]
+        lines.append(f"{star} = list({seq}[{len(before)}:{stop}])")
+        lines += [f"{name} = {seq}[len({seq}) - {len(after) - i}]" for i, name in enumerate(after)]
+        out = [parse_template_statement(lines[0], v=assign.value)]
+        out += [cst.parse_statement(line) for line in lines[1:]]
+        return cst.FlattenSentinel([self.ctx.relocate(line, original) for line in out])
 
 
 class ExpandAugAssign(LocatedTransformer):
@@ -446,12 +477,15 @@ class RemoveEarlyReturns(LocatedTransformer):
 
 CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
-    Stage("generators-to-lists", GeneratorsToLists, triggers=(cst.GeneratorExp,)),
+    Stage("generators-to-lists", GeneratorsToLists, needed=lambda func, counts: bool(
+        counts[cst.GeneratorExp]) or any(m.matches(n, m.Call(func=m.Name("map")))
+                                         for n in _calls(func))),
     Stage("functional-item-updates", FunctionalItemUpdates, triggers=(cst.Subscript,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
         isinstance(s, cst.If) and isinstance(s.orelse, cst.If)
         for s in walk_statements(func.body))),
     Stage("expand-aug-assign", ExpandAugAssign, triggers=(cst.AugAssign,)),
+    Stage("expand-starred-targets", ExpandStarredTargets, triggers=(cst.StarredElement,)),
     Stage("lower-for-loops", LowerForLoops, triggers=(cst.For,)),
     Stage("remove-break-continue", RemoveBreakContinue, needed=lambda func, counts: bool(
         counts[cst.Break] or counts[cst.Continue] or any(
@@ -460,6 +494,10 @@ CANONICALIZE_PASSES: list[Stage] = [
     Stage("remove-early-returns", RemoveEarlyReturns, needed=lambda func, counts: not (
         counts[cst.Return] == 1 and counts[cst.FunctionDef] == 1 and _ends_in_return(func))),
 ]
+
+
+def _calls(func: cst.FunctionDef) -> list[cst.Call]:
+    return m.findall(func, m.Call())  # type: ignore[return-value]
 
 
 def _ends_in_return(func: cst.FunctionDef) -> bool:

@@ -100,7 +100,7 @@ class Fence:
         for target in node.targets:
             if len(node.targets) == 1 and self.item_update(target.target):
                 continue
-            self.check_targets(target.target, None)
+            self.check_targets(target.target, None, starred=len(node.targets) == 1)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.check_targets(node.target, None)
@@ -115,8 +115,13 @@ class Fence:
         return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
             and target.value.value in self.updatable
 
-    def check_targets(self, target: cst.BaseExpression, aug: Optional[cst.AugAssign]) -> None:
-        """Reject writes into arrays (``x[i] = v``), attributes and starred targets."""
+    def check_targets(self, target: cst.BaseExpression, aug: Optional[cst.AugAssign],
+                      starred: bool = False) -> None:
+        """Reject writes into arrays (``x[i] = v``), attributes and starred targets (but
+        ``a, *rest = v`` with `starred`: one star among plain names, which canonicalization
+        writes out as indexing)."""
+        if starred and starred_names(target) is not None:
+            return
         for leaf in _target_leaves(target):
             if m.matches(leaf, m.StarredElement()):
                 raise self.error(leaf, "starred assignment targets (`a, *rest = ...`) are not "
@@ -191,6 +196,18 @@ def fence(func: cst.FunctionDef, filename: str,
     fence = Fence(func, filename, locations)
     for node in m.preorder(func):
         fence.check(node)
+
+
+def starred_names(target: cst.BaseExpression) -> Optional[tuple[list[str], str, list[str]]]:
+    """``a, b, *rest, z``: (names before the star, the starred name, names after), when the
+    target is a tuple or list of plain names with exactly one star; None otherwise."""
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    stars = [i for i, e in enumerate(target.elements) if isinstance(e, cst.StarredElement)]
+    if len(stars) != 1 or not all(isinstance(e.value, cst.Name) for e in target.elements):
+        return None
+    names = [e.value.value for e in target.elements]  # type: ignore[attr-defined]
+    return names[:stars[0]], names[stars[0]], names[stars[0] + 1:]
 
 
 def _target_leaves(target: cst.BaseExpression) -> Iterator[cst.CSTNode]:

@@ -73,16 +73,6 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
         raise self._concrete("conversion to a NumPy array", "use transpiler.numpy (jnp) "
                              "functions on traced values instead of numpy (np) ones")
 
-    def __iter__(self) -> Any:
-        if self.aval.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.aval.shape[0]))
-
-    def __len__(self) -> int:
-        if self.aval.ndim == 0:
-            raise TypeError("len() of unsized object")
-        return self.aval.shape[0]
-
     def item(self) -> Any:
         raise self._concrete(".item()", "return the array from the jitted function instead")
 

@@ -12,6 +12,7 @@ import numpy as np
 from transpiler import dtypes
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import core
+from transpiler.errors import located
 from transpiler.primitives.core import abstractify
 
 
@@ -101,9 +102,11 @@ def _shape(shape: Any) -> tuple[int, ...]:
     try:
         out = tuple(builtins.int(operator.index(d)) for d in shape)
     except TypeError:
-        raise TypeError(f"shape must be a tuple of integers, got {shape!r}") from None
+        raise located(TypeError, f"shape must be a tuple of integers, got {shape!r}",
+                      "shapes are static: pass Python ints (under jit, mark the argument "
+                      "that gives the size static with static_argnums)") from None
     if any(d < 0 for d in out):
-        raise ValueError(f"negative dimensions are not allowed: {out}")
+        raise located(ValueError, f"negative dimensions are not allowed: {out}")
     return out
 
 
@@ -148,7 +151,10 @@ def _static_number(value: Any, name: str, fn: str) -> Any:
         raise core.shape_error(f"{fn}: `{name}` must be a concrete Python number, got a traced "
                                "value", "the output shape depends on it; make it static")
     if hasattr(value, "item") and not isinstance(value, (builtins.int, builtins.float)):
-        return value.item()
+        value = value.item()
+    if not isinstance(value, (builtins.int, builtins.float)) or isinstance(value, builtins.bool):
+        raise located(TypeError, f"{fn}: `{name}` must be a number, got "
+                      f"{type(value).__name__} {value!r}")
     return value
 
 
@@ -161,7 +167,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise located(ValueError, "arange: step must not be zero")
     length = builtins.max(builtins.int(math.ceil((stop - start) / step)), 0)
     target: Optional[np.dtype]
     if dtype is None:

@@ -218,6 +218,11 @@ def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (int(axis),)
+    if not isinstance(axis, (tuple, list)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis):
+        raise located(TypeError, f"{op}: axis must be None, an int or a tuple of ints, got "
+                      f"{axis!r}", "axes are static: pass Python ints (under jit, mark a "
+                      "traced axis argument static with static_argnums)")
     axes = tuple(sorted(normalize_axis(int(a), ndim, op) for a in axis))
     if len(set(axes)) != len(axes):
         raise shape_error(f"{op}: repeated axis in {tuple(axis)}")

@@ -146,10 +146,14 @@ def _reduce_eval(name: str, kind: str) -> Callable:
 def _reduce_impl(kind: str) -> Callable:
     def impl(x: np.ndarray, *, axes: tuple[int, ...]) -> np.ndarray:
         work = _work_dtype(kind, x.dtype)
+        # Float sums accumulate in float64 and round once: NumPy sums pairwise only along
+        # the innermost axis, and adds rows one after the other along the others (20x
+        # XLA's error for a column mean of 10^4 rows); the compiled sums are trees of blocks.
+        acc = np.dtype(np.float64) if kind == "sum" and work.kind == "f" else work
         with np.errstate(all="ignore"):
-            out = _NP_UFUNC[kind].reduce(x.astype(work, copy=False), axis=tuple(axes),
-                                         dtype=work, initial=identity(kind, work))
-        return np.asarray(out)
+            out = _NP_UFUNC[kind].reduce(x.astype(acc, copy=False), axis=tuple(axes),
+                                         dtype=acc, initial=identity(kind, acc))
+        return np.asarray(out).astype(work, copy=False)
     return impl
 
 

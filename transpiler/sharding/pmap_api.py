@@ -19,7 +19,7 @@ import numpy as np
 
 import runtime
 from transpiler import tree_util
-from transpiler.errors import TranspileError, user_location
+from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms import batch_runtime as bt
@@ -187,7 +187,9 @@ def pmap(fun: Optional[Callable] = None, axis_name: Any = None, *, in_axes: Any 
                                  devices=devices, backend=backend, axis_size=axis_size,
                                  donate_argnums=donate_argnums, strategy=strategy)
     if not callable(fun):
-        raise TypeError(f"pmap: expected a function, got {type(fun).__name__}")
+        raise located(TypeError, f"pmap: expected a function, got {type(fun).__name__}")
+    from transpiler.transforms.vmap_api import check_axes
+    check_axes("pmap", in_axes=in_axes, out_axes=out_axes)
     if strategy is not None and strategy not in STRATEGIES:
         raise ValueError(f"pmap: unknown strategy {strategy!r}; choose one of "
                          f"{', '.join(STRATEGIES)}")

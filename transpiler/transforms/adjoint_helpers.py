@@ -194,10 +194,12 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 # Helpers the reverse-mode transform emits around the templates (None-aware accumulation,
 # grad's seed, container cotangents, run-time dispatch).
 from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
-    ELEMENT, SEED, add, appended, appended_tangent, attribute_bar, attribute_tangent,
-    custom_vjp_bwd, defined, fail, finalize, items_bar, items_tangent, values_bar,
+    ELEMENT, SEED, SEED_IF_SCALAR, add, appended, appended_tangent, attribute_bar, attribute_tangent, basis_of,
+    custom_vjp_bwd, defined, fail, finalize, forward_jacobian, items_bar, items_tangent, values_bar,
     values_tangent, with_item_tangent, without_item,
-    index_bar, item, map_bar, or_zeros, seed, spread, unbound, vjp_call, vjp_call_closure)
+    index_bar, is_scalar, item, map_bar, or_zeros, reverse_jacobian, rows_bar, rows_tangent, seed, spread,
+    unbound,
+    vjp_call, vjp_call_closure, vjp_call_keywords, keyword_bars)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.forward_helpers import (  # noqa: E402,F401  (forward mode)
     at, custom_jvp_call, custom_jvp_vjp, index_tangent, jvp_call, map_jvp, tangents_of,

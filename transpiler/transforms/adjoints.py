@@ -32,13 +32,11 @@ from transpiler.transforms.structural_rules import (
 def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cst.BaseStatement]:
     target = assign.targets[0].target
     value = assign.value
-    if isinstance(target, (cst.Tuple, cst.List)):  # a, b = t
-        names = assigned_names(target)
-        parts = ", ".join(gen.bar_text(n) for n in names)
+    if isinstance(target, (cst.Tuple, cst.List)):  # a, (b, c) = t
         source = value.value if isinstance(value, cst.Name) else None
         if source is None:
             raise gen.error(stmt, "internal: unpacking from a non-name in ANF code")
-        return gen.accumulate(source, parse_template_expression(f"({parts},)"))
+        return gen.accumulate(source, parse_template_expression(_unpacked_bar(gen, target)))
     t = target.value  # type: ignore[attr-defined]
     bar = cst.Name(gen.bar(t))
     op = gen.op_of(assign)
@@ -51,9 +49,14 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
             "ad.index_bar({a}, {i}, {g})", a=cst.Name(array), i=index, g=bar))
     if op.kind in ("pack", "dict"):
         out: list[cst.BaseStatement] = []
+        offset = ""  # `(*s, a, b)`: a's place is len(s) + 0, known at run time
         for i, element in enumerate(value.elements):  # type: ignore[attr-defined]
-            key = cst.Integer(str(i)) if op.kind == "pack" else element.key
+            key = cst.parse_expression(f"{offset}{i}") if op.kind == "pack" else element.key
             item = element.value
+            if isinstance(element, cst.StarredElement) and isinstance(item, cst.Name) and \
+                    not _active_name(gen, item) and op.kind == "pack":
+                offset += f"len({item.value}) - 1 + "
+                continue
             if isinstance(element, (cst.StarredElement, cst.StarredDictElement)):
                 raise gen.error(stmt, "unpacking (*x) of a differentiated value in a "
                                 "container literal is not supported yet")
@@ -121,7 +124,10 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
                                          g=cst.Name(gen.bar(t)))
         return gen.accumulate(source.value, flow) if isinstance(source, cst.Name) else []
     if kind == "pass":
-        return gen.accumulate(args[0].value.value, cst.Name(gen.bar(t)))  # type: ignore
+        flow: cst.BaseExpression = cst.Name(gen.bar(t))
+        if op.callee in (tuple, list):  # (of an array: its rows, stacked back)
+            flow = parse_template_expression("ad.rows_bar({g}, {x})", g=flow, x=args[0].value)
+        return gen.accumulate(args[0].value.value, flow)  # type: ignore
     if kind.startswith("cotangent_"):
         return cotangent_helper_rule(gen, kind, args, t)
     if kind == "jitted":
@@ -141,10 +147,16 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return runtime_rule(gen, stmt, call, args, t)     # time, as for a function argument
     if kind in ("primitive", "function"):
         return call_rule(gen, stmt, op.callee, args, t)
-    what = cst.Module([]).code_for_node(call.func)
-    raise gen.error(stmt, f"cannot differentiate through `{what}`: it is not a transpiler "
-                    "primitive and has no Python source to transform",
-                    "use transpiler.numpy functions, or give it a rule with custom_vjp")
+    return runtime_rule(gen, stmt, call, args, t)  # no source: traced (transforms/traced.py)
+
+
+def _unpacked_bar(gen: Any, target: cst.BaseExpression) -> str:
+    """The cotangent of the value unpacked into `target`, with the target's nesting:
+    ``(d,), (dd,) = p, t`` gives ``((d_bar,), (dd_bar,),)``."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return "(" + "".join(_unpacked_bar(gen, e.value) + ", " for e in target.elements) + ")"
+    names = assigned_names(target)
+    return gen.bar_text(names[0]) if names else "None"
 
 
 def call_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
@@ -173,7 +185,9 @@ def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional
     used = [_active_name(gen, a.value) for a in positional]
     for operand, a in zip(fixed, positional):
         mapping[operand] = a.value
-        name = _active_name(gen, a.value)
+        # An operand the template gives no cotangent is integral by the primitive's contract
+        # (a predicate, indices): no derivative flows into it, whatever computed it.
+        name = _active_name(gen, a.value) if template.has_bar(operand) else None
         if name and name not in gen.has_bar and used.count(name) == 1:
             keep_targets[f"{operand}_bar"] = gen.bar(name)  # the first contribution
             gen.has_bar.add(name)
@@ -310,23 +324,14 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
     come from ``ad.<helper>(f, args, kwargs, t_bar)``, one per positional argument; `slots`
     ((variable, index) pairs) says which to accumulate (default: the active positional)."""
     positional = [a for a in args if a.keyword is None and a.star != "**"]
-    if slots is None and any(_active_name(gen, a.value) for a in args  # only positional
-                             if a.keyword is not None or a.star == "**"):  # cotangents return
-        raise gen.error(stmt, "a differentiated value passed as a keyword argument to a "
-                        "function known only at run time", "pass it positionally")
+    if slots is None and helper == "vjp_call" and any(
+            _active_name(gen, a.value) for a in args if a.keyword is not None or a.star == "**"):
+        return keyword_runtime_rule(gen, stmt, call, args, t)
     stars = [i for i, a in enumerate(positional) if a.star == "*"]
     if len(stars) > 1:
         raise gen.error(stmt, "more than one *-argument in a call of a function known only "
                         "at run time", "pass the arguments through one tuple")
-    pos = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
-                     for a in positional]) if positional else cst.parse_expression("()")
-    kw = cst.Dict([cst.StarredDictElement(a.value) if a.star == "**" else
-                   cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)  # type: ignore[union-attr]
-                   for a in args if a.keyword is not None or a.star == "**"])
-    temp = gen.tmp()
-    out: list[cst.BaseStatement] = [parse_template_statement(
-        f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
-        g=cst.Name(temp), f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)))]
+    temp, out = _runtime_helper_call(gen, helper, call, positional, args, t)
     if slots is None:
         slots = [(_active_name(gen, a.value), i) for i, a in enumerate(positional)]
     after = len(positional) - 1 - stars[0] if stars else 0
@@ -340,6 +345,45 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
             picked = f"{temp}[{index - len(positional)}]"
         else:
             picked = f"{temp}[{index}]"
+        out += gen.accumulate(name, parse_template_expression(picked))
+    return out
+
+
+def _runtime_helper_call(gen: Any, helper: str, call: cst.Call, positional: list, args: list,
+                         t: str) -> tuple[str, list[cst.BaseStatement]]:
+    """``<temp> = ad.<helper>(f, (<positional>), {<keywords>}, t_bar)``: the temp and the line."""
+    pos = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
+                     for a in positional]) if positional else cst.parse_expression("()")
+    kw = cst.Dict([cst.StarredDictElement(a.value) if a.star == "**" else
+                   cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)  # type: ignore[union-attr]
+                   for a in args if a.keyword is not None or a.star == "**"])
+    temp = gen.tmp()
+    return temp, [parse_template_statement(
+        f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
+        g=cst.Name(temp), f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)))]
+
+
+def keyword_runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list,
+                         t: str) -> list[cst.BaseStatement]:
+    """`runtime_rule` for a call with differentiated keyword arguments:
+    ``ad.vjp_call_keywords`` returns the positional cotangents and a dict of the keywords'."""
+    positional = [a for a in args if a.keyword is None and a.star != "**"]
+    if any(a.star == "*" for a in positional[:-1]):
+        raise gen.error(stmt, "a *-argument before others together with differentiated "
+                        "keyword arguments in a call of a function known only at run time is "
+                        "not supported", "pass the arguments one by one")
+    temp, out = _runtime_helper_call(gen, "vjp_call_keywords", call, positional, args, t)
+    for i, a in enumerate(positional):
+        name = _active_name(gen, a.value)
+        if name:  # (`*xs` last: the cotangents of the rest)
+            picked = f"tuple({temp}[0][{i}:])" if a.star else f"{temp}[0][{i}]"
+            out += gen.accumulate(name, parse_template_expression(picked))
+    for a in args:
+        name = _active_name(gen, a.value) if a.keyword is not None or a.star == "**" else None
+        if not name:
+            continue
+        picked = f"ad.keyword_bars({temp}[1], {name})" if a.star == "**" else \
+            f"{temp}[1].get({a.keyword.value!r})"  # type: ignore[union-attr]
         out += gen.accumulate(name, parse_template_expression(picked))
     return out
 

@@ -43,8 +43,10 @@ _PRIMITIVE_FUNCTIONS: dict[str, Callable] = {}
 def _target(fn: Any) -> Any:
     """The Python function to transform behind our own wrappers: a jit's function, or a
     grad's generated derivative (so grad(grad(f)) differentiates the derivative code)."""
+    from transpiler.transforms.forward_api import Jacobian
     while True:
-        if isinstance(fn, Transformed) or getattr(type(fn), "runtime_transform", False):
+        if isinstance(fn, (Transformed, Jacobian)) or getattr(type(fn), "runtime_transform",
+                                                              False):
             return fn.differentiable()
         inner = getattr(fn, "_fun", None)
         if inner is None:  # partials, bound methods, callable objects: as plain functions
@@ -76,7 +78,9 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
         return loaded
     from transpiler.transforms.reverse_ad import ReverseAD
     parsed = parsed_function(fn)
-    generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
+    from transpiler.transforms import classify
+    with classify.generating(fn):
+        generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
     function = emit_generated(fn, parsed, generated, "reverse mode")
     function.cotangent_param = generated.out_bar  # type: ignore[attr-defined]
     # What it is the code of: a record of code that calls it (forward mode over it, as
@@ -316,7 +320,12 @@ def _wrapper_function(t: Transformed) -> Callable:
     params = _positional_names(fun)
     vjp_name, generated = vjp_function(fun, t._active_of(), t._has_aux)
     nums = (t._argnums,) if isinstance(t._argnums, int) else tuple(t._argnums)
-    grads = [f"ad.finalize(_bars[{i % len(params)}], {params[i % len(params)]})" for i in nums]
+    star = star_name(fun)
+    keywords = next((p.name for p in source_signature(fun).parameters.values()
+                     if p.kind == p.VAR_KEYWORD), None)
+    nums = tuple(i + len(params) if i < 0 else i for i in nums)
+    grads = [f"ad.finalize(_bars[{i}], {params[i]})" if i < len(params) else
+             f"ad.finalize(_bars[{i}], {star}[{i - len(params)}])" for i in nums]
     grad_expr = grads[0] if isinstance(t._argnums, int) else f"({', '.join(grads)},)"
     if t._has_aux:
         grad_expr = f"({grad_expr}, _out[1])" if t._kind == "grad" else grad_expr
@@ -324,9 +333,10 @@ def _wrapper_function(t: Transformed) -> Callable:
     name = f"{t._kind}_{getattr(fun, '__name__', 'f')}".replace("<lambda>", "lambda")
     defaults = {p.name: p.default for p in inspect.signature(fun).parameters.values()
                 if p.name in params and p.default is not p.empty}
-    signature = ", ".join(f"{p}=_default_{p}" if p in defaults else p for p in params)
+    rest = ([f"*{star}"] if star else []) + ([f"**{keywords}"] if keywords else [])
+    signature = ", ".join([f"{p}=_default_{p}" if p in defaults else p for p in params] + rest)
     source = (f"def {name}({signature}):\n"
-              f"    _out, _bars = {vjp_name}({', '.join(params)}, "
+              f"    _out, _bars = {vjp_name}({', '.join(params + rest)}, "
               f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"
               f"    return {result}\n")
     namespace = {vjp_name: generated, "ad": ad, **{f"_default_{p}": v for p, v in defaults.items()}}
@@ -338,7 +348,9 @@ def _wrapper_function(t: Transformed) -> Callable:
 def _active_names(fun: Callable, argnums: Union[int, Sequence[int]]) -> frozenset:
     names = _positional_names(fun)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    return frozenset(names[i] for i in nums if -len(names) <= i < len(names))
+    star = star_name(_target(fun)) if any(i >= len(names) for i in nums) else None
+    return frozenset([names[i] for i in nums if -len(names) <= i < len(names)] +
+                     ([star] if star else []))
 
 
 def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,

@@ -101,10 +101,11 @@ def rules() -> dict[int, Any]:
     from transpiler.transforms import runtime_helpers as rh
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
-               rh.spread, rh.item, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
+               rh.spread, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
                with_item):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
+    table[id(rh.item)] = _item
     table[id(rh.with_element)] = _with_element
     import builtins
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
@@ -124,6 +125,19 @@ def _index_bar(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) ->
     if g is None or container is None or isinstance(container, (dict, tuple, list)):
         return structural(fn, args, dims, kwargs, kwdims)
     return bt.call(_index_bar_array, args, dims)
+
+
+def _item(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.item(g, key)``: structural for a container cotangent, an index of an array
+    one (the cotangent of an array's element, batched)."""
+    g = args[0]
+    if g is None or isinstance(g, (dict, tuple, list)) or not hasattr(g, "shape"):
+        return structural(fn, args, dims, kwargs, kwdims)
+    return bt.call(_getitem, args, dims)
+
+
+def _getitem(g: Any, key: Any) -> Any:
+    return g[key]
 
 
 def _index_bar_array(container: Any, index: Any, g: Any) -> Any:
@@ -174,6 +188,8 @@ def _finalize(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     out, out_dims = [], []
     for b, db, p, dp in zip(bars, bar_dims, leaves, primal_dims):
         member = bt.view(p, plain(dp))
+        if not hasattr(member, "shape"):  # a Python scalar primal: an array like JAX's
+            member = jnp.asarray(member)
         if b is None:
             out.append(jnp.zeros(member.shape, member.dtype))
             out_dims.append(_Dim(None))
@@ -230,7 +246,8 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     from transpiler.primitives.core import Primitive
     from transpiler.transforms import closures
     from transpiler.transforms import runtime_helpers as rh
-    from transpiler.transforms.api import vjp_function
+    from transpiler.transforms import traced
+    from transpiler.transforms.api import _target, vjp_function
     f, call_args, call_kwargs, g = args
     f_dims, a_dims, k_dims, g_dims = dims
     a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
@@ -246,9 +263,10 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         rule = rh.vjp_rule(f, call_args, call_kwargs)
         return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
                        k_dims)
+    elif not traced.readable(_target(f)) and not isinstance(f, Primitive):
+        return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     elif isinstance(f, types.FunctionType) and not closures.is_closure(f):
-        names = list(inspect.signature(f).parameters)[:len(call_args)]
-        active = frozenset(n for n, a in zip(names, call_args) if rh._differentiable(a))
+        active = rh.active_params(f, [rh._differentiable(a) for a in call_args])
         if not active:
             return (None,) * len(call_args), None
         generated = vjp_function(f, active, False)[1]

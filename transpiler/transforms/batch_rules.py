@@ -35,15 +35,14 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         return dispatch(fn.__func__, (fn.__self__, *args), (None, *dims), kwargs, kwdims,
                         fn_dims)
-    if isinstance(fn, types.FunctionType):
+    from transpiler.transforms.traced import readable
+    if isinstance(fn, types.FunctionType) and readable(fn):
         return bt.function_call(fn, args, dims, kwargs, kwdims, fn_dims)
     method = getattr(type(fn), "__call__", None)
     if isinstance(method, types.FunctionType) and not isinstance(fn, type):  # jacrev(f) ...
         return dispatch(method, (fn, *args), (None, *dims), kwargs, kwdims, None)
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    raise TranspileError(f"vmap cannot batch a call of `{name}`: it is not a transpiler "
-                         "primitive and has no Python source to transform", user_location(),
-                         "use transpiler.numpy / transpiler.lax functions on batched values")
+    from transpiler.transforms import traced  # no source: traced (transforms/traced.py)
+    return traced.batch(fn, args, dims, kwargs, kwdims)
 
 
 _HELPERS: dict[int, Any] = {}

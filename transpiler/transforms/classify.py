@@ -9,15 +9,33 @@ selection (primitive template, recursive transform of a composite, or a structur
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
 import types
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import libcst as cst
 
+from transpiler.per_thread import PerThreadList
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.custom import CustomVJP
+
+# The functions whose derivative code is being generated, on this thread: a call to one
+# of them (recursion, direct or through a helper) is resolved at run time instead
+# (``ad.jvp_call``/``ad.vjp_call``), by which time its generated code exists -- so a
+# recursion with a static depth runs as deep as its arguments take it.
+GENERATING: PerThreadList[Any] = PerThreadList("generating")
+
+
+@contextlib.contextmanager
+def generating(fn: Any) -> Iterator[None]:
+    GENERATING.append(fn)
+    try:
+        yield
+    finally:
+        GENERATING.pop()
+
 
 # A key of a transform's namespace (ad_utils.transform_namespace): whether the function is
 # the user's code, not the library's
@@ -58,13 +76,14 @@ def _static_functions() -> frozenset:
     from transpiler import lax
     from transpiler import numpy as jnp
     from transpiler.primitives import core
-    from transpiler.transforms import api, forward_api, forward_helpers, runtime_helpers
+    from transpiler.transforms import api, custom, forward_api, forward_helpers, runtime_helpers
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
                       lax.stop_gradient, runtime_helpers.vjp_rule, api.vjp_function,
                       forward_api.jvp_function, runtime_helpers._differentiable,
-                      forward_helpers.jvp_rule,
+                      forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
+                      runtime_helpers.is_scalar,
                       inspect.signature,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
@@ -251,6 +270,7 @@ def _cotangent_helpers() -> dict[int, str]:
         from transpiler.transforms import api, forward_helpers
         from transpiler.transforms import runtime_helpers as rh
         _HELPER_KINDS.update({id(api._as_arrays): "pass", id(forward_helpers._filled): "pass",
+                              id(api._finalize): "pass",
                               id(forward_helpers.zeros_like_tree): "static",
                               id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
                               id(rh.index_bar): "cotangent_index_bar",
@@ -303,7 +323,8 @@ def callee_kind(callee: Any) -> str:
     if getattr(callee, "__module__", "") in STATIC_MODULES:
         return "static"
     if isinstance(callee, types.FunctionType):
-        return "function"
+        from transpiler.transforms.traced import readable
+        return "runtime" if callee in GENERATING or not readable(callee) else "function"
     if hasattr(callee, "_fun") and type(callee).__name__ == "Jitted":
         return "jitted"
     if isinstance(callee, type):

@@ -129,14 +129,30 @@ def _free_params(fn: Any) -> list[tuple[str, Any]]:
 
 
 def _arg_names(fn: Any, count: int) -> list[str]:
-    params = list(inspect.signature(fn).parameters.values())
+    """The parameter each of `count` positional arguments binds (the closure's own
+    signature, not a wrapped function's); arguments past them, its ``*args`` name."""
+    from transpiler.transforms.signature import source_signature, star_name
+    params = list(source_signature(fn).parameters.values())
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(names) < count:
-        from transpiler.errors import TranspileError, user_location
-        raise TranspileError(f"cannot differentiate a call of {fn.__name__} with {count} "
-                             f"positional arguments: it takes {len(names)}", user_location(),
-                             "*args in a differentiated closure are not supported")
+        star = star_name(fn)
+        if star is None:
+            from transpiler.errors import TranspileError, user_location
+            raise TranspileError(f"cannot differentiate a call of {fn.__name__} with {count} "
+                                 f"positional arguments: it takes {len(names)}", user_location())
+        return names + [star] * (count - len(names))
     return names[:count]
+
+
+def _keyword_dots(names: list[str], dots: list, suffix: str, star: Optional[str]) -> dict:
+    """The tangent keywords of a generated jvp: one per parameter, a tuple for ``*args``."""
+    given: dict[str, Any] = {}
+    for n, d in zip(names, dots):
+        if n == star:  # *args: every argument's tangent, zeros as None
+            given.setdefault(f"{n}{suffix}", tuple(dd for m, dd in zip(names, dots) if m == n))
+        elif d is not None:
+            given[f"{n}{suffix}"] = d
+    return given
 
 
 def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Optional[dict]]:
@@ -160,18 +176,20 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
 
 
 def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
-                fn_dot: Optional[dict]) -> tuple[Any, Any]:
+                fn_dot: Optional[dict], kwargs_dot: Optional[dict] = None) -> tuple[Any, Any]:
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for closure `fn` whose closed-over
-    values have the tangents in `fn_dot`."""
+    values have the tangents in `fn_dot` (and its keyword arguments those in `kwargs_dot`)."""
     free = _free_params(fn)
-    names = [n for n, _ in free] + _arg_names(fn, len(primals))
+    names = [n for n, _ in free] + _arg_names(fn, len(primals)) + list(kwargs_dot or {})
     values = [v for _, v in free] + list(primals)
-    dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents)
+    dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents) + list(
+        (kwargs_dot or {}).values())
     active = frozenset(n for n, d in zip(names, dots) if d is not None)
     if not active:
         return fn(*primals, **kwargs), None
     generated = closure_jvp_function(fn, active)
     suffix = getattr(generated, "tangent_suffix", "_dot")
     from transpiler.transforms.api import for_jit
-    return for_jit(generated)(*values, **kwargs, **{f"{n}{suffix}": d for n, d in zip(names, dots)
-                                           if d is not None})
+    from transpiler.transforms.signature import star_name
+    return for_jit(generated)(*values, **kwargs,
+                              **_keyword_dots(names, dots, suffix, star_name(fn)))

@@ -47,6 +47,9 @@ def _defined_at(fn: Any) -> Optional[SourceLocation]:
 class CustomVJP:
     """A function with a custom reverse-mode rule (see the module docstring)."""
 
+    # Its methods are plain Python a second derivative differentiates (runtime_helpers.unbound)
+    methods_differentiable = True
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self.fun = fun
@@ -79,18 +82,17 @@ class CustomVJP:
     # --- used by the reverse-mode transform (ad.custom_vjp_bwd) ------------------------------
     def positional(self, args: tuple, kwargs: dict) -> tuple:
         """The call's arguments as one positional tuple (keywords and defaults resolved)."""
-        try:
-            bound = inspect.signature(self.fun).bind(*args, **kwargs)
-        except TypeError as err:
-            raise TranspileError(f"custom_vjp function {_name(self)}: {err}",
-                                 user_location()) from None
-        bound.apply_defaults()
-        if bound.kwargs:
-            raise TranspileError(
-                f"custom_vjp function {_name(self)}: keyword-only arguments "
-                f"{sorted(bound.kwargs)} cannot be differentiated through", user_location(),
-                "make them positional parameters (nondiff_argnums for static ones)")
-        return bound.args
+        # (bound on markers by `_bind`, the values picked here: a second derivative
+        # differentiates this code, and the binding itself is static)
+        values = []
+        for slot in _bind(self, len(args), tuple(sorted(kwargs.keys()))):
+            if isinstance(slot, _Slot) and isinstance(slot.key, int):
+                values.append(args[slot.key])
+            elif isinstance(slot, _Slot):
+                values.append(kwargs[slot.key])
+            else:
+                values.append(slot)  # a default
+        return tuple(values)
 
     def forward(self, args: tuple) -> tuple[Any, Any]:
         """``fwd(*args)``: the output and the residuals."""
@@ -99,7 +101,8 @@ class CustomVJP:
                 f"no VJP defined for custom_vjp function {_name(self)} using defvjp",
                 _defined_at(self.fun),
                 f"call {_name(self)}.defvjp(fwd, bwd) before differentiating")
-        result = self.fwd(*args)
+        rule = self.fwd
+        result = rule(*args)
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TranspileError(
                 f"custom_vjp function {_name(self)}: fwd rule {_name(self.fwd)} must return "
@@ -117,8 +120,11 @@ class CustomVJP:
                 raise TranspileError(f"custom_vjp function {_name(self)}: nondiff_argnums "
                                      f"{self.nondiff_argnums} out of range for {len(args)} "
                                      "arguments", user_location())
-        nondiff = [args[i] for i in self.nondiff_argnums]
-        cotangents = self.bwd(*nondiff, residuals, g)  # type: ignore[misc]
+        nondiff = []  # (a loop, not a comprehension: second derivatives differentiate this)
+        for i in self.nondiff_argnums:
+            nondiff.append(args[i])
+        rule = self.bwd  # (a function value: differentiated like any, for second order)
+        cotangents = rule(*nondiff, residuals, g)  # type: ignore[misc]
         diff = [i for i in range(len(args)) if i not in self.nondiff_argnums]
         bwd, loc = _name(self.bwd), _defined_at(self.bwd)
         if not isinstance(cotangents, (tuple, list)):
@@ -132,10 +138,39 @@ class CustomVJP:
                 f"custom_vjp function {_name(self)}: bwd rule {bwd} returned {len(cotangents)} "
                 f"cotangents, but {_name(self)} has {len(diff)} differentiable positional "
                 "arguments", loc, "return one cotangent per argument (None for zero), in order")
-        full: list[Any] = [None] * len(args)
-        for i, ct in zip(diff, cotangents):
-            full[i] = _checked(ct, args[i], f"{_name(self)} (bwd rule {bwd}), argument {i}", loc)
+        full: list[Any] = []  # (appended: a second derivative differentiates this code)
+        for i in range(len(args)):
+            if i in diff:
+                full.append(_checked(cotangents[diff.index(i)], args[i],
+                                     f"{_name(self)} (bwd rule {bwd}), argument {i}", loc))
+            else:
+                full.append(None)
         return tuple(full)
+
+
+def _bind(fn: CustomVJP, count: int, names: tuple) -> tuple:
+    """How a call with `count` positional arguments and keywords `names` binds to the
+    parameters of `fn`: per parameter, the `_Slot` of its argument, or its default."""
+    try:
+        bound = inspect.signature(fn.fun).bind(*(_Slot(i) for i in range(count)),
+                                               **{k: _Slot(k) for k in names})
+    except TypeError as err:
+        raise TranspileError(f"custom_vjp function {_name(fn)}: {err}",
+                             user_location()) from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TranspileError(
+            f"custom_vjp function {_name(fn)}: keyword-only arguments "
+            f"{sorted(bound.kwargs)} cannot be differentiated through", user_location(),
+            "make them positional parameters (nondiff_argnums for static ones)")
+    return bound.args
+
+
+class _Slot:
+    """Where an argument of a call goes, while its signature binds it (`positional`)."""
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
 
 
 def _checked(ct: Any, primal: Any, where: str, loc: Optional[SourceLocation]) -> Any:

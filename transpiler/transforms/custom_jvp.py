@@ -12,8 +12,9 @@
 
 Calling ``f`` runs the function. ``jvp`` (and everything built on it) uses the rule;
 ``grad``/``vjp`` use it too, as JAX does: the rule is linear in the tangents, so the
-cotangent of each input is read off one basis tangent at a time (one rule call per input
-element -- fine for the small functions custom rules are written for). With
+cotangents of the inputs are its transpose applied to the output cotangent -- reverse mode
+of the rule's tangent output with respect to the tangents (`CustomJVP.transposed`), which a
+second derivative differentiates again. With
 ``nondiff_argnums``, those arguments are static and come first: ``rule(*nondiff, primals,
 tangents)``, where primals and tangents cover the other arguments.
 """
@@ -44,10 +45,38 @@ class CustomJVP:
         self.rule = jvp
         return jvp
 
+    def transposed(self) -> Callable:
+        """The generated VJP, with respect to `tangents`, of the rule's tangent output::
+
+            def tangent_map_f(static, primals, tangents):
+                return _rule(*static, primals, tangents)[1]
+
+        (reverse mode through this function uses it: see forward_helpers.custom_jvp_vjp)."""
+        if self.rule is None:
+            raise TranspileError(f"No JVP defined for custom_jvp function {_name(self)} using "
+                                 "defjvp.", user_location(),
+                                 "call f.defjvp(rule) before differentiating")
+        cached = getattr(self, "_transposed", None)
+        if cached is None or cached[0] is not self.rule:
+            from transpiler.codegen import emit_text
+            from transpiler.transforms.api import vjp_function
+            name = f"tangent_map_{_name(self)}".replace("<lambda>", "lambda")
+            source = (f"def {name}(static, primals, tangents):\n"
+                      f"    return _rule(*static, primals, tangents)[1]\n")
+            code = getattr(self.rule, "__code__", None)
+            tangent_map = emit_text(source, name, {"_rule": self.rule}, transform="custom_jvp",
+                                    name=_name(self), file=getattr(code, "co_filename", "?"),
+                                    line=getattr(code, "co_firstlineno", 0))
+            cached = self._transposed = (self.rule, vjp_function(
+                tangent_map, frozenset({"tangents"}), False)[1])
+        return cached[1]
+
     def defjvps(self, *rules: Callable | None) -> None:
         """One rule per argument, ``rule(tangent, primal_out, *primals)``; None = zero."""
+        fun = self.fun  # (a function value: the rule is differentiated again for grad)
+
         def jvp(primals: tuple, tangents: tuple) -> tuple:
-            out = self.fun(*primals)
+            out = fun(*primals)
             total = None
             for rule, t in zip(rules, tangents):
                 if rule is not None and t is not None:

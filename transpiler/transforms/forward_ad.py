@@ -343,16 +343,28 @@ class ForwardAD:
         emitted[0] = first.with_changes(leading_lines=[
             *getattr(first, "leading_lines", ()), cst.EmptyLine(comment=cst.Comment(text))])
 
+    def unpacked_dots(self, target: cst.BaseExpression) -> tuple[str, str]:
+        """The tangents' target for an unpacking target, with its nesting, and the spec
+        `ad.unpack_tangents` reads it by: a count, or per element None (a name) or the
+        nested element's spec."""
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            names = assigned_names(target)
+            return (self.dot(names[0]) if names else "_"), "None"
+        parts = [self.unpacked_dots(e.value) for e in target.elements]
+        dots = "(" + "".join(d + ", " for d, _ in parts) + ")"
+        nested = any(spec != "None" for _, spec in parts)
+        spec = ("(" + "".join(sp + ", " for _, sp in parts) + ")") if nested else str(len(parts))
+        return dots, spec
+
     def tangent_rule(self, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cst.BaseStatement]:
         """The statement itself (or its replacement) and the statements of its tangent."""
         target = assign.targets[0].target
         value = assign.value
-        if isinstance(target, (cst.Tuple, cst.List)):  # a, b = t
-            names = assigned_names(target)
-            dots = ", ".join(self.dot(n) for n in names)
-            source = _text(value)
+        if isinstance(target, (cst.Tuple, cst.List)):  # a, b = t   (or (a, b), c = t)
+            dots, spec = self.unpacked_dots(target)
             return [stmt, cst.parse_statement(
-                f"{dots}, = ad.unpack_tangents({self.tangent(value)}, {source}, {len(names)})")]
+                f"{dots[1:-1]} = ad.unpack_tangents({self.tangent(value)}, {_text(value)}, "
+                f"{spec})")]
         t = target.value  # type: ignore[attr-defined]
         op = self.op_of(assign)
         if not (any(n in self.active for n in self.reads(op)) and self.propagates(op)):
@@ -365,14 +377,20 @@ class ForwardAD:
             return [stmt, self.line(f"{self.dot(t)} = ad.index_tangent("
                                     f"{self.tangent(value.value)}, {index_text(value)}, {t})")]  # type: ignore
         if op.kind == "pack":
-            items = ", ".join(self.tangent(e.value) for e in value.elements)  # type: ignore
+            items = ", ".join(  # (`*xs`: the tangents of its items, in their places)
+                f"*ad.tangents_of({self.tangent(e.value)}, {_text(e.value)})"
+                if isinstance(e, cst.StarredElement) else self.tangent(e.value)
+                for e in value.elements)  # type: ignore[attr-defined]
             close = "," if len(value.elements) == 1 else ""  # type: ignore[attr-defined]
             brackets = "[]" if isinstance(value, cst.List) else "()"
             return [stmt, self.line(
                 f"{self.dot(t)} = {brackets[0]}{items}{close}{brackets[1]}")]
         if op.kind == "dict":
-            items = ", ".join(f"{_text(e.key)}: {self.tangent(e.value)}"  # type: ignore
-                              for e in value.elements)  # type: ignore[attr-defined]
+            items = ", ".join(  # (`**d`: its entries' tangents, None where it has none)
+                f"**({self.tangent(e.value)} or dict.fromkeys({_text(e.value)}))"
+                if isinstance(e, cst.StarredDictElement) else
+                f"{_text(e.key)}: {self.tangent(e.value)}"  # type: ignore[attr-defined]
+                for e in value.elements)  # type: ignore[attr-defined]
             return [stmt, self.line(f"{self.dot(t)} = {{{items}}}")]
         if op.kind == "attribute":
             fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
@@ -450,6 +468,11 @@ class ForwardAD:
         if kind == "seed":  # ad.seed(out_bar, out): the cotangent passes (the seed is constant)
             return [stmt, self.line(f"{self.dot(t)} = {self.tangent(args[0].value)}")]
         if kind == "pass":  # tuple(x), list(x), ad.finalize(bar, x) ...: the identity
+            if not self.is_active(args[0].value):  # (active through another argument)
+                return [stmt, self.line(f"{self.dot(t)} = ad.zeros_like_tree({t})")]
+            if op.callee in (tuple, list):  # (of an array: its rows)
+                return [stmt, self.line(f"{self.dot(t)} = ad.rows_tangent("
+                                        f"{self.tangent(args[0].value)}, {op.callee.__name__})")]
             return [stmt, self.line(f"{self.dot(t)} = {self.tangent(args[0].value)}")]
         if kind.startswith("cotangent_"):
             return [stmt, self.helper_tangent(kind, t, args)]
@@ -470,10 +493,7 @@ class ForwardAD:
         if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (control_ad)
             from transpiler.transforms.adjoints import normalized_args
             return self.runtime_call(stmt, t, call, normalized_args(self, stmt, op.callee, args))
-        what = _code(call.func)
-        raise self.error(stmt, f"cannot differentiate through `{what}`: it is not a transpiler "
-                         "primitive and has no Python source to transform",
-                         "use transpiler.numpy functions, or give it a rule with custom_jvp")
+        return self.runtime_call(stmt, t, call, args)  # no source: traced (transforms/traced.py)
 
     def call(self, stmt: cst.BaseStatement, t: str, fn: Any,
              args: list[cst.Arg]) -> list[cst.BaseStatement]:
@@ -507,8 +527,8 @@ class ForwardAD:
         for operand, a in zip(fixed, positional):
             names[operand] = _text(a.value)
             names[f"{operand}_dot"] = self.tangent(a.value)
-        for operand, a in zip(fixed, positional):
-            if self.is_active(a.value):
+        for operand, a in zip(fixed, positional):  # (an operand with no contribution is
+            if self.is_active(a.value) and operand in template.contributions:  # integral)
                 terms.append(_substitute(template.contribution(operand), names))
         if template.variadic:
             rest = positional[len(fixed):]
@@ -525,7 +545,8 @@ class ForwardAD:
                 active = any(self.is_active(a.value) for a in rest)
             if active:
                 terms.append(_substitute(template.contribution(operand), names))
-        total = " + ".join(f"({term})" if len(terms) > 1 else term for term in terms)
+        total = " + ".join(f"({term})" if len(terms) > 1 else term for term in terms) \
+            if terms else f"ad.zeros_like_tree({out})"  # only integral operands were active
         tangent = self.line(f"{self.dot(t)} = ad.tangent_like({total}, {out})")
         if not reassigned:
             return [stmt, tangent]
@@ -576,15 +597,23 @@ class ForwardAD:
             raise self.error(stmt, "keyword arguments in a call of a custom_jvp function are "
                              "not supported", "pass the arguments positionally")
         name = self.callee_name(f"_custom_{getattr(fn, '__name__', 'f')}", fn)
-        primals = ", ".join(_text(a.value) for a in args)
-        tangents = ", ".join(self.tangent(a.value) for a in args)
-        close = "," if len(args) == 1 else ""
+        positional = [a for a in args if a.star != "**"]
+        primals = ", ".join(("*" if a.star else "") + _text(a.value) for a in positional)
+        tangents = ", ".join(
+            (f"*ad.tangents_of({self.tangent(a.value)}, {_text(a.value)})" if a.star
+             else self.tangent(a.value)) for a in positional)
+        close = "," if positional else ""
+        kwargs = "".join(f", {_text(a.value)}" for a in args if a.star == "**")  # (must be {})
         return [self.line(f"{t}, {self.dot(t)} = ad.custom_jvp_call({name}, ({primals}{close}), "
-                          f"({tangents}{close}))")]
+                          f"({tangents}{close}){kwargs})")]
 
     def runtime_call(self, stmt: cst.BaseStatement, t: str, call: cst.Call,
                      args: list[cst.Arg]) -> list[cst.BaseStatement]:
         """A callee known only at run time (a function passed in): ``ad.jvp_call``."""
+        kw_dots = ", ".join(  # (the tangents of differentiated keyword arguments)
+            f"**({self.tangent(a.value)} or {{}})" if a.star == "**" else
+            f"{a.keyword.value!r}: {self.tangent(a.value)}"  # type: ignore[union-attr]
+            for a in args if (a.keyword is not None or a.star == "**") and self.is_active(a.value))
         positional = [a for a in args if a.keyword is None and a.star != "**"]
         primals = ", ".join(("*" if a.star else "") + _text(a.value) for a in positional)
         tangents = ", ".join(
@@ -597,6 +626,8 @@ class ForwardAD:
         fn_dot = ""
         if isinstance(call.func, cst.Name) and call.func.value in self.active:  # a closure
             fn_dot = f", {self.dot(call.func.value)}"
+        if kw_dots:
+            fn_dot += f", kwargs_dot={{{kw_dots}}}"
         return [self.line(f"{t}, {self.dot(t)} = ad.jvp_call({_text(call.func)}, "
                           f"({primals}{close}), ({tangents}{close}), {{{kwargs}}}{fn_dot})")]
 

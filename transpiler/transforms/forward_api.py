@@ -46,7 +46,9 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     from transpiler.transforms.api import emit_generated, parsed_function
     from transpiler.transforms.forward_ad import ForwardAD
     parsed = parsed_function(fn)
-    generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
+    from transpiler.transforms import classify
+    with classify.generating(fn):
+        generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
     function = emit_generated(fn, parsed, generated, "forward mode")
     function.tangent_suffix = generated.out_bar  # type: ignore[attr-defined]
     result = (generated.func.name.value, function)
@@ -98,15 +100,19 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
         raise TypeError(f"jvp({fname}): {len(primals)} primals for a function with "
                         f"{len(names)} positional parameters")
     active = [n for n, t in zip(names, tangents) if t is not None]
-    if len(primals) > len(names) and star is not None:
+    if len(primals) > len(names) and star is not None and any(
+            t is not None for t in tangents[len(names):]):
         active.append(star)
-    _, generated = jvp_function(target, frozenset(active))
-    suffix = getattr(generated, "tangent_suffix", "_dot")
-    given = {f"{n}{suffix}": t for n, t in zip(names, tangents) if t is not None}
-    if len(primals) > len(names):  # the rest go to *args: one tuple of tangents
-        given[f"{star}{suffix}"] = tuple(tangents[len(names):])
-    out, out_dot = for_jit(generated)(*primals, **given)
     from transpiler.transforms.forward_helpers import _filled
+    if not active:  # every tangent None: nothing is differentiated, the output tangent is 0
+        out, out_dot = fun(*primals), None
+    else:
+        _, generated = jvp_function(target, frozenset(active))
+        suffix = getattr(generated, "tangent_suffix", "_dot")
+        given = {f"{n}{suffix}": t for n, t in zip(names, tangents) if t is not None}
+        if star in active:  # the rest go to *args: one tuple of tangents
+            given[f"{star}{suffix}"] = tuple(tangents[len(names):])
+        out, out_dot = for_jit(generated)(*primals, **given)
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"jvp({fname}, has_aux=True): the function must return a pair "
@@ -190,21 +196,28 @@ class Jacobian:
         args = tuple(_as_arrays(a, floats=i in nums) for i, a in enumerate(args))
         if self.kind == "jacrev":
             return _jacrev(self.fun, args, nums, self.argnums, self.has_aux, fname)
-        if self.kind == "hessian":
-            from transpiler.transforms.api import grad
-            inner = grad(self.fun, argnums=self.argnums, has_aux=self.has_aux)
+        if self.kind == "hessian":  # jacfwd(jacrev(f)), as JAX defines it
+            if self.has_aux or not isinstance(self.argnums, int):
+                from transpiler.transforms.api import grad
+                inner: Any = grad(self.fun, argnums=self.argnums, has_aux=self.has_aux)
+            else:
+                inner = jacrev(self.fun, self.argnums)
             return _jacfwd(inner, args, nums, self.argnums, self.has_aux, fname)
         return _jacfwd(self.fun, args, nums, self.argnums, self.has_aux, fname)
 
     def differentiable(self) -> Callable:
-        """As input to another transform: ``jacrev(f)`` of a scalar function is its
-        gradient, whose generated code the transforms read (``jacfwd(jacrev(f))`` is then
-        forward over reverse, as ``hessian``); other Jacobians cannot be nested yet."""
-        if self.kind != "jacrev":
-            raise TranspileError(f"a {self.kind} cannot be differentiated again yet",
-                                 user_location(), "use hessian(f), or jacfwd(jacrev(f))")
-        from transpiler.transforms.api import grad
-        return grad(self.fun, argnums=self.argnums, has_aux=self.has_aux).differentiable()
+        """As input to another transform: the Jacobian as generated Python the transforms
+        read, JAX's construction -- ``vmap`` of the generated jvp over the input's basis
+        (jacfwd), or of the generated vjp over the output's basis (jacrev)::
+
+            def jacfwd_f(x):
+                _out, _columns = vmap(jvp_f, in_axes=(None,))(x, x_dot=ad.basis_of(x))
+                return ad.forward_jacobian(_columns, x)
+
+        (one differentiated argument, no aux; others cannot be nested yet)."""
+        if getattr(self, "_wrapper", None) is None:
+            self._wrapper = _jacobian_function(self)
+        return self._wrapper
 
     @property
     def source(self) -> str:
@@ -214,10 +227,56 @@ class Jacobian:
         active = frozenset(names[i] for i in nums)
         if self.kind == "jacrev":
             return vjp_function(target, active, self.has_aux)[1].source  # type: ignore
-        if self.kind == "hessian":
+        if self.kind == "hessian":  # (as __call__ computes it)
             from transpiler.transforms.api import grad
-            target = grad(self.fun, argnums=self.argnums, has_aux=self.has_aux).differentiable()
+            inner: Any = jacrev(self.fun, self.argnums) if isinstance(self.argnums, int) and \
+                not self.has_aux else grad(self.fun, argnums=self.argnums, has_aux=self.has_aux)
+            target = inner.differentiable()
         return jvp_function(target, active)[1].source  # type: ignore
+
+
+def _jacobian_function(j: Jacobian) -> Callable:
+    """Write and load ``jacfwd_<f>``/``jacrev_<f>`` (see `Jacobian.differentiable`)."""
+    from transpiler.codegen import emit_text
+    from transpiler.transforms import adjoint_helpers as ad
+    from transpiler.transforms.vmap_api import vmap
+    if not isinstance(j.argnums, int) or j.has_aux:
+        raise TranspileError(f"a {j.kind} with several argnums or has_aux cannot be "
+                             "differentiated again yet", user_location(),
+                             "differentiate with respect to one argument")
+    kind, fun = j.kind, j.fun
+    if kind == "hessian":  # jacfwd(jacrev(f))
+        kind, fun = "jacfwd", jacrev(fun, j.argnums)
+    target = _differentiable_target(fun)
+    params = _positional_names(target)
+    if not -len(params) <= j.argnums < len(params):
+        raise TranspileError(f"{j.kind}: argnums {j.argnums} is out of range", user_location())
+    x = params[j.argnums]
+    args = ", ".join(params)
+    none = ", ".join(["None"] * len(params)) + ","
+    if kind == "jacfwd":
+        callee, generated = jvp_function(target, frozenset({x}))
+        suffix = getattr(generated, "tangent_suffix", "_dot")
+        body = (f"    _out, _columns = vmap({callee}, in_axes=({none}))({args}, "
+                f"{x}{suffix}=ad.basis_of({x}))\n"
+                f"    return ad.forward_jacobian(_columns, {x})\n")
+    else:
+        from transpiler.transforms.api import vjp_function
+        callee, generated = vjp_function(target, frozenset({x}), False)
+        bar = getattr(generated, "cotangent_param", "_out_bar")
+        i = params.index(x)  # a scalar output: its gradient (one vjp), else vmap over rows
+        body = (f"    _out, _bars = {callee}({args}, {bar}=ad.SEED_IF_SCALAR)\n"
+                f"    if ad.is_scalar(_out):\n"
+                f"        return ad.finalize(_bars[{i}], {x})\n"
+                f"    _bars = vmap({callee}, in_axes=({none}))({args}, "
+                f"{bar}=ad.basis_of(_out))[1]\n"
+                f"    return ad.reverse_jacobian(_bars[{i}], _out, {x})\n")
+    name = f"{kind}_{getattr(target, '__name__', 'f')}".replace("<lambda>", "lambda")
+    source = f"def {name}({args}):\n" + body
+    return emit_text(source, name, {callee: generated, "ad": ad, "vmap": vmap},
+                     transform=kind, name=getattr(target, "__name__", "f"),
+                     file=getattr(getattr(target, "__code__", None), "co_filename", "?"),
+                     line=0)
 
 
 def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0,

@@ -6,6 +6,7 @@ integer result, a value that does not depend on the differentiated inputs).
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 
@@ -36,8 +37,14 @@ def _filled(tangent: Any, value: Any) -> Any:
     return tangent
 
 
-def unpack_tangents(tangent: Any, value: Any, n: int) -> tuple:
-    """The tangents of ``a, b, ... = value`` (a container, or an array along axis 0)."""
+def unpack_tangents(tangent: Any, value: Any, n: Any) -> tuple:
+    """The tangents of ``a, b, ... = value`` (a container, or an array along axis 0); for a
+    nested target ``(a, b), c = value``, `n` gives each element's spec (None: a name)."""
+    if isinstance(n, tuple):
+        flat = unpack_tangents(tangent, value, len(n))
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        return tuple(t if spec is None else unpack_tangents(t, v, spec)
+                     for t, v, spec in zip(flat, items, n))
     if isinstance(value, (tuple, list, dict)):
         parts = list(value.values()) if isinstance(value, dict) else list(value)
         tangents = [None] * n if tangent is None else (
@@ -70,9 +77,13 @@ def index_tangent(tangent: Any, index: Any, out: Any) -> Any:
 
 
 def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
-             fn_dot: Any = None) -> tuple:
+             fn_dot: Any = None, kwargs_dot: Any = None) -> tuple:
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time;
-    `fn_dot` is the tangent of a closure's closed-over values (see transforms/closures.py)."""
+    `fn_dot` is the tangent of a closure's closed-over values (see transforms/closures.py),
+    `kwargs_dot` those of keyword arguments (a Python function's, or a closure's, only)."""
+    kwargs_dot = {k: d for k, d in (kwargs_dot or {}).items() if d is not None}
+    if kwargs_dot:
+        return _keyword_jvp_call(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
     from transpiler.primitives.core import Primitive
     from transpiler.transforms.closures import closure_jvp, is_closure
     from transpiler.transforms.control_ad import JVP_RULES
@@ -99,18 +110,62 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
             return out, None
         rule = jvp_rule(fn, primals, tangents, kwargs)
         return out, rule(out, primals, tangents, **kwargs)
-    import inspect
-
+    from transpiler.transforms import traced
+    from transpiler.transforms.api import _target
     from transpiler.transforms.forward_api import jvp_function
-    names = list(inspect.signature(fn).parameters)[:len(primals)]
-    active = frozenset(n for n, t in zip(names, tangents) if t is not None)
+    from transpiler.transforms.runtime_helpers import _differentiable
+    if all(t is None or not _differentiable(p) for p, t in zip(primals, tangents)):
+        return fn(*primals, **kwargs), None  # (integer values carry no derivative)
+    if not traced.readable(_target(fn)):  # a builtin, C function, class: traced
+        return traced.jvp(fn, primals, tangents, kwargs)
+    from transpiler.transforms.runtime_helpers import active_params
+    from transpiler.transforms.signature import source_signature, star_name
+    active = active_params(fn, [t is not None for t in tangents])
     if not active:
         return fn(*primals, **kwargs), None
     _, generated = jvp_function(fn, active)
     suffix = getattr(generated, "tangent_suffix", "_dot")
+    params = [p.name for p in source_signature(_target(fn)).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
+    star = star_name(_target(fn))
+    if star in active:  # the rest go to *args: one tuple of tangents
+        given[f"{star}{suffix}"] = tuple(tangents[len(params):])
     from transpiler.transforms.api import for_jit
-    return for_jit(generated)(*primals, **kwargs, **{f"{n}{suffix}": t for n, t in zip(names, tangents)
-                                            if t is not None})
+    return for_jit(generated)(*primals, **kwargs, **given)
+
+
+def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn_dot: Any,
+                      kwargs_dot: dict) -> tuple:
+    """`jvp_call` with differentiated keyword arguments: Python functions and closures
+    take their tangents as ``<name>_dot`` keywords of the generated code."""
+    from transpiler.errors import TranspileError, user_location
+    from transpiler.transforms import traced
+    from transpiler.transforms.api import _target, for_jit
+    from transpiler.transforms.closures import closure_jvp, is_closure
+    from transpiler.transforms.forward_api import jvp_function
+    from transpiler.transforms.runtime_helpers import active_params
+    from transpiler.transforms.signature import source_signature, star_name
+    target = _target(fn)
+    if is_closure(fn):
+        return closure_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
+    if not isinstance(target, types.FunctionType) or not traced.readable(target) \
+            or getattr(type(fn), "runtime_transform", False):
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(kwargs_dot)}) of a call of "
+                             f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
+                             "pass the differentiated values positionally")
+    active = active_params(fn, [t is not None for t in tangents]) | set(kwargs_dot)
+    _, generated = jvp_function(fn, frozenset(active))
+    suffix = getattr(generated, "tangent_suffix", "_dot")
+    params = [p.name for p in source_signature(target).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
+    star = star_name(target)
+    if star in active:
+        given[f"{star}{suffix}"] = tuple(tangents[len(params):])
+    given.update({f"{k}{suffix}": d for k, d in kwargs_dot.items()})
+    return for_jit(generated)(*primals, **kwargs, **given)
 
 
 def map_jvp(fn: Any, xs: Any, xs_dot: Any, args: tuple, kwargs: dict) -> tuple:
@@ -169,32 +224,44 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
     return _RULES[key]
 
 
-def custom_jvp_call(fn: Any, primals: tuple, tangents: tuple) -> tuple:
+def custom_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: Any = None) -> tuple:
     """``(out, out_dot)`` of a `custom_jvp` function, from its own rule."""
+    if kwargs:
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
+                             "supported", user_location(), "pass them positionally")
     return fn.apply(primals, tangents)
 
 
 def custom_jvp_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Reverse mode through a `custom_jvp` function: its rule is linear in the tangents, so
-    the cotangent of each argument is ``<g, rule(e_i)>`` over the basis tangents e_i."""
-    from transpiler import numpy as jnp
-    from transpiler.transforms.runtime_helpers import _differentiable
+    the cotangents of the inputs are the transpose of that linear map applied to `g` --
+    reverse mode of the rule's tangent output with respect to its tangents (one call of
+    generated code, itself differentiable: a second derivative goes through the rule)."""
+    from transpiler.transforms.runtime_helpers import _differentiable, item
     if kwargs:
         from transpiler.errors import TranspileError, user_location
         raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
                              "supported", user_location(), "pass them positionally")
+    if g is None:
+        return (None,) * len(args)
+    keep = []  # (loops, not comprehensions: this code is differentiated again)
+    static = []
+    primals = []
+    tangents = []
+    for i in range(len(args)):
+        if i in fn.nondiff_argnums:
+            static.append(args[i])
+        else:
+            keep.append(i)
+            primals.append(args[i])
+            tangents.append(zeros_like_tree(args[i]))  # (any point: the map is linear)
+    transpose = fn.transposed()
+    tangents_bar = transpose(tuple(static), tuple(primals), tuple(tangents), _out_bar=g)[1][2]
     bars: list[Any] = []
-    for i, x in enumerate(args):
-        if g is None or i in fn.nondiff_argnums or not _differentiable(x) \
-                or isinstance(x, (tuple, list, dict)):
+    for i in range(len(args)):
+        if i in keep and _differentiable(args[i]):
+            bars.append(item(tangents_bar, keep.index(i)))
+        else:
             bars.append(None)
-            continue
-        x = jnp.asarray(x)
-        flat = []
-        for k in range(x.size):
-            basis = jnp.zeros(x.size, x.dtype).at[k].set(1).reshape(x.shape)
-            tangents = tuple(basis if j == i else None for j in range(len(args)))
-            _, out_dot = fn.apply(args, tangents)
-            flat.append(jnp.sum(out_dot * g))
-        bars.append(jnp.stack(flat).reshape(x.shape) if flat else jnp.zeros_like(x))
     return tuple(bars)

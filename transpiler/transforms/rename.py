@@ -92,6 +92,9 @@ class SSA:
         self.copybacks: dict[cst.CSTNode, int] = {}  # loop -> how many of its last lines
                                                     # are copy-backs (`carried = version`)
         self.loop_carried: dict[cst.CSTNode, dict[str, str]] = {}
+        # Versions a loop defines that were not defined before it: after a loop that ran
+        # zero times they are unassigned (a later loop's carry reads them with care).
+        self.maybe_unassigned: set[str] = set()
         # Late binding: a nested def reads the enclosing variables when it is called. One
         # called after such a variable was assigned again would see the new value, which
         # the renamed code cannot give it (reverse mode reports `late_bound`).
@@ -205,7 +208,9 @@ class SSA:
                 carried[name] = self.fresh(name) if name in defined else name
             elif name in defined:
                 carried[name] = self.fresh(name)
-                before.append(cst.parse_statement(f"{carried[name]} = {env[name]}"))
+                value = f"ad.defined(locals(), ({env[name]!r},))[0]" \
+                    if env[name] in self.maybe_unassigned else env[name]
+                before.append(cst.parse_statement(f"{carried[name]} = {value}"))
             else:
                 carried[name] = name
         self.taken.update(carried.values())
@@ -231,6 +236,8 @@ class SSA:
             new = stmt.with_changes(test=rename(stmt.test, head),
                                     body=stmt.body.with_changes(body=body))
         for name, name_c in carried.items():
+            if name not in defined:
+                self.maybe_unassigned.add(name_c)
             env[name] = name_c
             defined.add(name)
         self.origin[new] = stmt

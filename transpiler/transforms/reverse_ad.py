@@ -137,6 +137,7 @@ class ReverseAD(LoopAdjoints):
         self.active_statements: set[cst.Assign] = set()
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.definitions: dict[str, cst.Assign] = {}
+        self.refused: dict[cst.BaseStatement, TranspileError] = {}  # errors where reached
         self.analyze(forward)
         self.refuse_mutations(forward)
         self.tapes: dict[cst.CSTNode, tuple[str, list[str], list[tuple[str, str]]]] = {}
@@ -223,7 +224,6 @@ class ReverseAD(LoopAdjoints):
         """A differentiated value put into a container in place (``xs.append(v)`` on a list
         `functional_appends` could not rewrite, ``d.update(...)``): reverse mode does not see
         the container change, so this is an error, never a dropped derivative."""
-        self.refused: dict[cst.BaseStatement, TranspileError] = {}
         for stmt, _ in _walk_in_loops(stmts, ()):
             small = stmt.body[0]  # type: ignore[attr-defined]
             if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and \
@@ -268,6 +268,9 @@ class ReverseAD(LoopAdjoints):
                 if isinstance(stmt.orelse, cst.Else):
                     self.analyze(_block(stmt.orelse.body))
                 continue
+            if isinstance(stmt, cst.Try):  # (library code: the fence refuses user `try`s)
+                self.analyze_try(stmt)
+                continue
             if isinstance(stmt, cst.FunctionDef):  # a function value carries its closure
                 free = self.closures[stmt] = closure_reads(stmt, self.local_names)
                 if any(n in self.active for n in free):
@@ -294,6 +297,12 @@ class ReverseAD(LoopAdjoints):
                     self.active_statements.add(assign)
                     self.active.update(n for n, e in zip(names, elements) if e in self.active)
                 continue
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and \
+                    isinstance(assign.value, cst.Name) and assign.value.value in self.active:
+                # `xs[i] = v` in place: xs now holds a derivative (refuse_mutations makes
+                # this an error where the derivative would flow, never a dropped one)
+                self.active.add(target.value.value)
+                continue
             reads = cl.reads(op)  # ad.seed(out_bar, out): only the cotangent flows
             if any(n in self.active for n in reads) and self.propagates(op) and \
                     not cl.static_comprehension(assign.value, self.namespace, self.local_names):
@@ -302,6 +311,21 @@ class ReverseAD(LoopAdjoints):
                     self.active.update(assigned_names(t.target))
             elif any(n in self.active for n in reads) and self.user_code and _drops(op):
                 raise dropped_derivative(self, stmt)
+
+    def analyze_try(self, stmt: cst.Try) -> None:
+        """A `try` block is not differentiated: a value it computes from differentiated
+        ones is refused (an error where its derivative would flow), never a dropped one."""
+        before = set(self.active)
+        blocks = [_block(stmt.body), *(_block(h.body) for h in stmt.handlers)]
+        if stmt.orelse is not None:
+            blocks.append(_block(stmt.orelse.body))
+        for block in blocks:
+            self.analyze(block)
+        if self.active - before:
+            self.refused[stmt] = self.error(stmt, "a `try` statement computes a value from "
+                                            "differentiated ones, which reverse mode cannot "
+                                            "differentiate", "move that computation out of "
+                                            "the `try`")
 
     def op_of(self, assign: cst.Assign) -> cl.Op:
         return cl.classify(assign.value, self.namespace, self.local_names)
@@ -334,6 +358,9 @@ class ReverseAD(LoopAdjoints):
             targets = [n for t in assign.targets for n in assigned_names(t.target)]
             if assign not in self.active_statements or not any(
                     t in self.active and t in self.has_bar for t in targets):
+                # (a constant such as `items = []` still ends a cotangent that starts over)
+                out.extend(parse_template_statement("{b} = None", b=self.bar_node(n))
+                           for n in targets if n in self.resets and n in self.has_bar)
                 continue
             # Skip the adjoint when its cotangent is None (zero) at run time: when every
             # target's cotangent may be None, it runs if any of them is not.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from transpiler.errors import TranspileError, user_location
 
 
@@ -128,6 +130,50 @@ def appended_tangent(xs: Any, xs_dot: Any, value_dot: Any) -> Any:
     return [*(xs_dot if xs_dot is not None else [None] * len(xs)), value_dot]
 
 
+def rows_tangent(t: Any, kind: type) -> Any:
+    """The tangent of ``list(x)`` or ``tuple(x)``: of a sequence, the same; of an array, its
+    rows (None: zero)."""
+    return None if t is None else kind(t)
+
+
+def rows_bar(g: Any, x: Any) -> Any:
+    """The cotangent of `x` from ``list(x)``/``tuple(x)``: of an array, the rows' cotangents
+    stacked back (zeros where none flowed)."""
+    if g is None or not (hasattr(x, "shape") and isinstance(g, (tuple, list))):
+        return g
+    from transpiler import numpy as jnp
+    if all(r is None for r in g):
+        return None
+    return jnp.stack([jnp.zeros_like(x[i]) if r is None else r for i, r in enumerate(g)])
+
+
+def basis_of(x: Any) -> Any:
+    """The one-hot arrays of `x`'s elements, stacked: shape ``(x.size, *x.shape)`` (the
+    tangents, or cotangents, a Jacobian maps). Static: built from the shape alone."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    aval = abstractify(x)
+    size = int(np.prod(aval.shape, dtype=np.int64))
+    return jnp.reshape(jnp.eye(size, dtype=aval.dtype), (size, *aval.shape))
+
+
+def forward_jacobian(columns: Any, x: Any) -> Any:
+    """``(x.size, *out.shape)`` columns (one jvp per input element) as the Jacobian
+    ``(*out.shape, *x.shape)``."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    moved = jnp.moveaxis(columns, 0, -1)
+    return jnp.reshape(moved, (*jnp.shape(moved)[:-1], *abstractify(x).shape))
+
+
+def reverse_jacobian(rows: Any, out: Any, x: Any) -> Any:
+    """``(out.size, *x.shape)`` rows (one vjp per output element) as the Jacobian
+    ``(*out.shape, *x.shape)``."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    return jnp.reshape(rows, (*abstractify(out).shape, *abstractify(x).shape))
+
+
 def spread(bar: Any, args: tuple) -> tuple:
     """The cotangents of ``*args`` as a tuple of one entry per argument."""
     return tuple(bar) if bar is not None else (None,) * len(args)
@@ -161,6 +207,28 @@ class _Seed:
 SEED = _Seed()
 
 
+class _SeedIfScalar:
+    """``_out_bar=ad.SEED_IF_SCALAR``: grad's seed for a real scalar output, else no
+    cotangent (a Jacobian's code then maps a basis of cotangents instead)."""
+
+    def __repr__(self) -> str:
+        return "ad.SEED_IF_SCALAR"
+
+
+SEED_IF_SCALAR = _SeedIfScalar()
+
+
+def is_scalar(out: Any) -> bool:
+    """Whether `out` is a real scalar array (static: its aval only)."""
+    from transpiler import dtypes
+    from transpiler.primitives.core import abstractify
+    try:
+        aval = abstractify(out)
+    except TypeError:
+        return False
+    return aval.shape == () and dtypes.is_float(aval.dtype)
+
+
 def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
     """The output cotangent: the caller's (vjp), or ``grad``'s 1.0 for a real scalar."""
     if has_aux and not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -169,6 +237,8 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
         raise TranspileError(f"with has_aux=True the function must return a pair (output, "
                              f"aux), got {got}", user_location(),
                              "return (loss, aux), or drop has_aux=True")
+    if out_bar is SEED_IF_SCALAR:
+        out_bar = SEED if is_scalar(out[0] if has_aux else out) else None
     if out_bar is not SEED:
         return (out_bar, None) if has_aux and out_bar is not None else out_bar
     value = out[0] if has_aux else out
@@ -196,7 +266,8 @@ def unbound(obj: Any, name: str) -> Any:
     import inspect
     import types
     attr = inspect.getattr_static(obj, name, None)
-    library = type(obj).__module__.split(".")[0] == "transpiler"  # (its methods have rules)
+    library = type(obj).__module__.split(".")[0] == "transpiler" and not getattr(
+        type(obj), "methods_differentiable", False)  # (the library's methods have rules)
     if isinstance(attr, types.FunctionType) and not library:
         return attr
     raise TranspileError(f"cannot differentiate the method `.{name}()` of a "
@@ -231,17 +302,13 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         out = fn(*args, **kwargs)
         rule = vjp_rule(fn, args, kwargs)
         return rule(out, g, *args, **kwargs)
-    from transpiler.transforms.api import vjp_function
-    import inspect
+    from transpiler.transforms.api import _target, vjp_function
     if not any(_differentiable(a) for a in args):
         return (None,) * len(args)
-    try:
-        names = list(inspect.signature(fn).parameters)[:len(args)]
-    except (TypeError, ValueError):
-        raise TranspileError(f"cannot differentiate through {fn!r}: it has no Python source "
-                             "and no derivative rule", user_location(),
-                             "use transpiler.numpy functions, or define it with custom_vjp")
-    active = frozenset(n for n, a in zip(names, args) if _differentiable(a))
+    from transpiler.transforms import traced
+    if not traced.readable(_target(fn)):  # a builtin, C function, class: traced
+        return traced.vjp(fn, args, kwargs, g)
+    active = active_params(fn, [_differentiable(a) for a in args])
     _, generated = vjp_function(fn, active, False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
     from transpiler.transforms.api import for_jit
@@ -258,7 +325,73 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     if getattr(type(fn), "runtime_transform", False):  # vmap(closure)
         bars, fn_bar = fn.vjp(args, kwargs, g, with_closure=True)
         return (*bars, fn_bar)
-    return (*vjp_call(fn, args, kwargs, g), None)
+    bars = vjp_call(fn, args, kwargs, g)
+    from transpiler.transforms.traced import holds_arrays
+    if g is not None and holds_arrays(fn):  # a partial or bound method over arrays
+        raise TranspileError(
+            f"cannot differentiate through {getattr(fn, '__name__', type(fn).__name__)}: "
+            "it binds differentiated arrays (a functools.partial or a bound method made "
+            "inside the differentiated function), and their derivative would be lost",
+            user_location(), "pass those arrays as arguments of the call instead")
+    return (*bars, None)
+
+
+def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """(positional cotangents, dict of keyword cotangents) of ``fn(*args, **kwargs)`` for a
+    Python function known at run time whose keyword arguments are differentiated."""
+    from transpiler.transforms import traced
+    from transpiler.transforms.api import _target, for_jit, vjp_function
+    from transpiler.transforms.closures import is_closure
+    from transpiler.transforms.signature import source_signature
+    differentiated = {k for k, v in kwargs.items() if _differentiable(v)}
+    if g is None or not differentiated and not any(_differentiable(a) for a in args):
+        return (None,) * len(args), {}
+    target = _target(fn)
+    if not traced.readable(target) or is_closure(fn) or \
+            getattr(type(fn), "runtime_transform", False):
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(sorted(differentiated))}) of a call of "
+                             f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
+                             "pass the differentiated values positionally")
+    params = source_signature(target).parameters
+    positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY,
+                                                             p.POSITIONAL_OR_KEYWORD)]
+    active = active_params(fn, [_differentiable(a) for a in args]) | differentiated
+    _, generated = vjp_function(fn, frozenset(active), False)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    result = for_jit(generated)(*args, **kwargs, **{keyword: g})
+    bars = result[1]
+    kw_bars = dict(result[2]) if len(result) > 2 and isinstance(result[2], dict) else {}
+    for k in differentiated:
+        if k in positional:
+            kw_bars[k] = bars[positional.index(k)]
+    return tuple(bars[:len(args)]), kw_bars
+
+
+def keyword_bars(bars: dict, d: dict) -> Any:
+    """The cotangent of a dict passed as ``**d``: its keys' entries of the keyword cotangents."""
+    picked = {k: bars.get(k) for k in d}
+    return None if all(v is None for v in picked.values()) else picked
+
+
+def active_params(fn: Any, active: list) -> frozenset:
+    """The parameter names of Python callee `fn` (its own signature, not a wrapped
+    function's: the wrapper's code is what is transformed) that the positional arguments
+    marked in `active` bind; the ``*args`` name when an active one goes there."""
+    from transpiler.transforms.api import _target
+    from transpiler.transforms.signature import source_signature, star_name
+    target = _target(fn)
+    params = [p.name for p in source_signature(target).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = {n for n, on in zip(params, active) if on}
+    if any(active[len(params):]):
+        star = star_name(target)
+        if star is None:
+            raise TranspileError(f"{getattr(fn, '__name__', fn)}() takes {len(params)} "
+                                 f"positional arguments but {len(active)} were given",
+                                 user_location())
+        names.add(star)
+    return frozenset(names)
 
 
 def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -293,9 +426,11 @@ def custom_vjp_bwd(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
 
 
 def _differentiable(value: Any) -> bool:
-    """Whether a run-time argument can carry a cotangent (floating arrays and containers)."""
+    """Whether a run-time argument can carry a cotangent (floating arrays, and containers
+    that hold one)."""
     if isinstance(value, (tuple, list, dict)):
-        return True
+        return any(_differentiable(v) for v in (value.values() if isinstance(value, dict)
+                                                 else value))
     if isinstance(value, float):
         return True
     from transpiler import dtypes

@@ -42,12 +42,28 @@ def tangent_like(t: Optional[Any], out: Any) -> Optional[Any]:
     converted to its dtype; None (a zero tangent) stays None."""
     if t is None:
         return None
+    if isinstance(out, (tuple, list)):  # `+` or `*` of Python sequences (a concatenation)
+        return _sequence_tangent(t, out)
     aval, t_aval = abstractify(out), abstractify(t)
     if t_aval.shape != aval.shape:
         t = sp.broadcast_to(t, shape=aval.shape)
     if dtypes.is_float(aval.dtype) and t_aval.dtype != aval.dtype:
         t = conv.convert_element_type(t, dtype=aval.dtype, weak_type=aval.weak_type)
     return t
+
+
+def _sequence_tangent(t: Any, out: Sequence[Any]) -> Optional[Any]:
+    """The tangent of a tuple or list built by concatenation: the operands' tangents
+    concatenated, element for element; a sequence of integral values (indices, slices:
+    an index tuple built with `+`) carries none."""
+    if isinstance(t, (tuple, list)) and len(t) == len(out):
+        return type(out)(tangent_like(ti, oi) for ti, oi in zip(t, out))
+    if not any(isinstance(v, float) or (hasattr(v, "dtype") and dtypes.is_float(
+            abstractify(v).dtype)) for v in out):
+        return None
+    raise TypeError("cannot differentiate `+` or `*` of a tuple or list when only one "
+                    "operand carries a derivative; build the sequence with a literal "
+                    "(`(a, b, c)`) or use jnp.concatenate")
 
 
 def tangents_or_zeros(ts: Sequence[Optional[Any]], xs: Sequence[Any]) -> list[Any]:

@@ -93,6 +93,11 @@ class VJPTemplate:
             self.targets.append(target)
             self.reads.append(reads)
 
+    def has_bar(self, operand: str) -> bool:
+        """Whether the template computes `operand`'s cotangent. One it does not is integral
+        by the primitive's contract (a predicate, indices) and never carries a derivative."""
+        return f"{operand}{BAR_SUFFIX}" in self.targets
+
     @property
     def temporaries(self) -> tuple[str, ...]:
         """Helper names the template assigns (not ``<operand>_bar``); the transform may

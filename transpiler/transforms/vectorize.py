@@ -386,8 +386,11 @@ class Vectorize:
             return self.index(stmt, t, value)  # type: ignore[arg-type]
         if op.kind in ("pack", "dict"):
             if isinstance(value, cst.Dict):
-                items = ", ".join(f"{_code(e.key)}: {self.dim(e.value)}"  # type: ignore
-                                  for e in value.elements)
+                items = ", ".join(  # (`**d`: the entries' own companions)
+                    f"**bt.keyword_dims({_text(e.value)}, {self.dim(e.value)})"
+                    if isinstance(e, cst.StarredDictElement) else
+                    f"{_code(e.key)}: {self.dim(e.value)}"  # type: ignore[attr-defined]
+                    for e in value.elements)
                 return [stmt, self.line(f"{self.b(t)} = {{{items}}}")]
             elements = value.elements  # type: ignore[attr-defined]
             items = ", ".join(f"*bt.star_dims({_text(e.value)}, {self.dim(e.value)})"

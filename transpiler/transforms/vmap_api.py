@@ -13,7 +13,7 @@ import functools
 import inspect
 from typing import Any, Callable, Optional
 
-from transpiler.errors import TranspileError, user_location
+from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import batch_runtime as bt
 from transpiler.transforms.signature import source_signature
@@ -167,14 +167,19 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
          axis_size: Optional[int] = None, spmd_axis_name: Any = None) -> Vmapped:
     """``jax.vmap``: `fun` mapped over the batch axes `in_axes` of its arguments."""
     if not callable(fun):
-        raise TypeError(f"vmap: expected a function, got {type(fun).__name__}")
-    for name, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
-        for leaf in _axis_leaves(axes):
-            if leaf is not None and not isinstance(leaf, int) or isinstance(leaf, bool):
-                raise TypeError(f"vmap: {name} must be ints, None, or pytrees of them; got "
-                                f"{leaf!r}")
+        raise located(TypeError, f"vmap: expected a function, got {type(fun).__name__}")
+    check_axes("vmap", in_axes=in_axes, out_axes=out_axes)
     from transpiler.import_hook import at_creation
     return at_creation(Vmapped(fun, in_axes, out_axes, axis_name, axis_size))
+
+
+def check_axes(transform: str, **specs: Any) -> None:
+    """`in_axes`/`out_axes` hold ints, None, or pytrees of them (vmap and pmap)."""
+    for name, axes in specs.items():
+        for leaf in _axis_leaves(axes):
+            if leaf is not None and not isinstance(leaf, int) or isinstance(leaf, bool):
+                raise located(TypeError, f"{transform}: {name} must be ints, None, or pytrees "
+                              f"of them; got {leaf!r}")
 
 
 def _axis_leaves(axes: Any) -> list:
@@ -273,6 +278,10 @@ def place(out: Any, dims: Any, axes: Any, size: int, fname: str, where: str = "o
         return type(out)(placed)
     if out is None:
         return None
+    if _is_container(axes):
+        raise TranspileError(f"vmap({fname}): out_axes {axes!r} does not match the structure "
+                             f"of the {where}, a single array", user_location(),
+                             "out_axes must be a prefix of the output's structure")
     if axes is None:
         if bt.batched(dims):
             raise TranspileError(f"vmap({fname}): the {where} differs across the batch, but "

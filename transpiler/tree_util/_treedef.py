@@ -173,7 +173,11 @@ class PyTreeDef:
     def __hash__(self):
         h = self._hash
         if h is None:
-            h = self._hash = hash(self._node)
+            try:
+                h = hash(self._node)
+            except TypeError:  # unhashable aux data (a dict, as JAX's docs use): its shape
+                h = hash(_frozen(self._node))
+            self._hash = h
         return h
 
     def __repr__(self):
@@ -181,6 +185,19 @@ class PyTreeDef:
 
     def __reduce__(self):
         return (PyTreeDef, (self._node, self._nl))
+
+
+def _frozen(value):
+    """A hashable stand-in for a node with unhashable parts (equal values, equal results)."""
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return (type(value).__name__, id(value))
 
 
 _LEAF_TREEDEF = PyTreeDef(None, 1)
