@@ -27,9 +27,10 @@ test: $(STAMP)
 	TRANSPILER_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -n 2 -q tests
 
 # The differential tests (tests/test_differential.py: random programs, eager against IREE
-# under jit, grad, vmap and jvp, and against JAX) on many more programs than `make test`
-# runs: `make fuzz FUZZ_PROGRAMS=3000 FUZZ_SEED=123`. The seed is random unless given; the
-# run prints it, and failures name it.
+# under jit, grad, vmap and jvp, and against JAX; tests/test_hypothesis_programs.py:
+# hypothesis-drawn programs with control flow and Python idioms, in its long `fuzz`
+# profile) on many more programs than `make test` runs: `make fuzz FUZZ_PROGRAMS=3000
+# FUZZ_SEED=123`. The seed is random unless given; the run prints it, and failures name it.
 FUZZ_PROGRAMS ?= 1000
 ifeq ($(origin FUZZ_SEED),undefined)
 FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
@@ -39,6 +40,8 @@ fuzz: $(STAMP)
 	@echo "fuzz: FUZZ_SEED=$(FUZZ_SEED) FUZZ_PROGRAMS=$(FUZZ_PROGRAMS)"
 	FUZZ_SEED=$(FUZZ_SEED) FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) TRANSPILER_CACHE_DIR=$(TEST_CACHE) \
 		$(PY) -m pytest -n 2 -q tests/test_differential.py
+	HYPOTHESIS_PROFILE=fuzz FUZZ_SEED=$(FUZZ_SEED) FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) \
+		TRANSPILER_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -n 2 -q tests/test_hypothesis_programs.py
 
 # Benchmarks against NumPy and JAX (installed by the `test` extra).
 bench: $(STAMP)

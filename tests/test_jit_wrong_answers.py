@@ -175,3 +175,23 @@ def test_float_to_int_conversion_matches_jax():
         want = np.asarray(jjnp.asarray(FLOATS).astype(dtype))
         np.testing.assert_array_equal(np.asarray(tp.jit(lambda v: v.astype(dtype))(FLOATS)), want)
         np.testing.assert_array_equal(np.asarray(jnp.asarray(FLOATS).astype(dtype)), want)
+
+
+def test_two_broadcasts_of_one_reduction():
+    """IREE 3.13 kept only the diagonal of `v[:, None] + v[None, :]` with v a reduction's
+    result (found by tests/test_hypothesis_programs.py): the pairwise-distance pattern."""
+    def pairwise(x):
+        v = jnp.sum(x, axis=1)
+        return v[:, None] + v[None, :], v[:, None] * v[None, :]
+
+    def distances(x):
+        sq = jnp.sum(x * x, axis=1)
+        return sq[:, None] + sq[None, :] - 2 * x @ x.T
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 6
+    v = x.sum(1)
+    for got, want in zip(tp.jit(pairwise)(x), (v[:, None] + v[None, :], v[:, None] * v[None, :])):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    sq = (x * x).sum(1)
+    np.testing.assert_allclose(tp.jit(distances)(x), sq[:, None] + sq[None, :] - 2 * x @ x.T,
+                               rtol=1e-5, atol=1e-5)

@@ -985,6 +985,15 @@ DAMAGE = {
     "sealed-garbage": lambda path, data: sealed(_kind(path), b"garbage"),
 }
 BYTE_DAMAGE = ["truncated", "corrupted", "empty", "foreign"]
+MODULE_DAMAGE = BYTE_DAMAGE + ["sealed-garbage"]  # (sealed, but no compiled module inside)
+
+
+def _incomplete_record(path: Path, data: bytes) -> bytes:
+    """An intact seal around a record of this format with a key missing."""
+    import json
+    record = json.loads(unsealed(_kind(path), data))
+    record.pop("callees" if "callees" in record else "infos")
+    return sealed(_kind(path), json.dumps(record).encode())
 
 
 def _damage(path: Path, how: str, data: bytes | None = None) -> None:
@@ -1010,12 +1019,15 @@ def cache(tmp_path, monkeypatch, caplog) -> Path:
     return root
 
 
-@pytest.mark.parametrize("suffix", [".json", ".tpc"])
-@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("damage, suffix", [  # (a record can also lack keys; code cannot)
+    *((d, s) for s in (".json", ".tpc") for d in DAMAGE), ("sealed-incomplete", ".json")])
 def test_damaged_derivative_code_heals(cache, caplog, damage, suffix):
     np.testing.assert_allclose(tp.grad(make_loss())(W), WANT_GRAD, rtol=1e-5)
     [path] = [p for p in _entries(cache, "vjp_heal_loss") if p.suffix == suffix]
-    _damage(path, damage)
+    if damage == "sealed-incomplete":
+        path.write_bytes(_incomplete_record(path, path.read_bytes()))
+    else:
+        _damage(path, damage)
     caplog.clear()
     np.testing.assert_allclose(tp.grad(make_loss())(W), WANT_GRAD, rtol=1e-5)
     assert _reports(caplog, path) == 1, caplog.text  # reported once, then rebuilt intact
@@ -1060,7 +1072,7 @@ def branch_modules(tmp_path_factory) -> dict[str, bytes]:
     return _compiled(tmp_path_factory, make_branch, W_UP, WANT_BRANCH)
 
 
-@pytest.mark.parametrize("damage", BYTE_DAMAGE)
+@pytest.mark.parametrize("damage", MODULE_DAMAGE)
 def test_damaged_compiled_module_heals(cache, caplog, loss_module, damage):
     where, data = loss_module
     path = cache / where

@@ -240,16 +240,23 @@ def _path(entry_key: str) -> Path:
 BUNDLE_DIR = Path(PACKAGE_ROOT) / "transforms" / "derivatives"
 
 
-def read(entry_key: str) -> Optional[dict]:
+def read(entry_key: str, required: tuple[str, ...] = ()) -> Optional[dict]:
     """The record of `entry_key`, from the cache or the package's bundle; a damaged or
-    foreign cache entry is reported once and deleted."""
-    record = load_entry(_path(entry_key))
+    foreign cache entry (or one without the `required` keys) is reported once and deleted."""
+    path = _path(entry_key)
+    record = load_entry(path)
+    if record is not None and any(k not in record for k in required):
+        reject(path, "a record without " + ", ".join(k for k in required if k not in record))
+        record = None
     if record is None and config.bundled_derivatives:
         try:  # shipped as plain JSON (readable, diffable; checked by make derivatives)
             record = json.loads((BUNDLE_DIR / f"{entry_key}.json").read_text())
         except (OSError, ValueError):
             return None
-    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or any(
+            k not in record for k in required):
+        return None
+    return record
 
 
 def load_entry(path: Path) -> Optional[dict]:

@@ -59,6 +59,29 @@ def compare_type(dtype: np.dtype) -> str:
     return "SIGNED"
 
 
+_BROADCAST_MARK = "transpiler.broadcast"
+
+
+def _second_broadcast_of_reduction(value: ir.Value, shape: Sequence[int],
+                                   out: Sequence[int]) -> bool:
+    """Whether `value` is a reduction's result (through reshapes) that an earlier
+    broadcast already broadcast another way (the first way is marked on the reduction)."""
+    for _ in range(8):
+        if not isinstance(value, ir.OpResult):
+            return False
+        op = getattr(value.owner, "operation", value.owner)
+        if op.name == "stablehlo.reduce":
+            way = ir.StringAttr.get(f"{tuple(shape)}->{tuple(out)}")
+            if _BROADCAST_MARK not in op.attributes:
+                op.attributes[_BROADCAST_MARK] = way
+                return False
+            return op.attributes[_BROADCAST_MARK] != way
+        if op.name != "stablehlo.reshape":
+            return False
+        value = op.operands[0]
+    return False
+
+
 class LoweringContext:
     """Passed to every ``lower`` rule: the input and output avals plus emit helpers."""
 
@@ -142,6 +165,13 @@ class LoweringContext:
             return value
         offset = len(shape) - aval.ndim
         dims = list(range(offset, len(shape)))
+        if _second_broadcast_of_reduction(value, aval.shape, shape):
+            # IREE 3.13 miscomputes an elementwise op of two different broadcasts of one
+            # reduction's result (`v[:, None] + v[None, :]` with v = x.sum(1) kept only the
+            # diagonal; tests/test_jit_wrong_answers.py): a broadcast other than the first
+            # one's reads it through a barrier, out of the consumer's dispatch. (A barrier
+            # on every broadcast of a reduction cost softmax + layer norm ~40%.)
+            value = self.op("stablehlo.optimization_barrier", [value], value.type)
         return self.op("stablehlo.broadcast_in_dim", [value], tensor_type(shape, aval.dtype),
                        {"broadcast_dimensions": i64_array(dims)})
 

@@ -154,7 +154,8 @@ def _load_cached(fn: Callable, disk_key: str, callee_code: Optional[Callable] = 
     """Generated code from the disk cache; its generated callees come from `callee_code`
     (``(fn, active) -> function``; reverse mode's by default)."""
     from transpiler.codegen import disk_cache, load_source
-    record = disk_cache.read(disk_key)
+    record = disk_cache.read(disk_key, ("names", "callees", "source", "name", "source_map",
+                                        "module", "out_bar"))
     if record is None:
         return None
     namespace = disk_cache.namespace_of(fn, record["names"])

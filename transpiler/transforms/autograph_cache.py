@@ -62,8 +62,9 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
 
     from transpiler.codegen import disk_cache, load_source
     from transpiler.transforms import autograph_runtime
-    record = disk_cache.read(disk_key)
-    if record is None or "cf_name" not in record:
+    record = disk_cache.read(disk_key, ("names", "builtins", "cf_name", "info_name", "infos",
+                                        "source", "name", "source_map", "module"))
+    if record is None:
         return None
     namespace = disk_cache.namespace_of(fn, record["names"])
     if namespace is None:
