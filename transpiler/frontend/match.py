@@ -13,16 +13,18 @@ recursively, a list or tuple matches element-wise, anything else by equality.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 
 
-class BaseMatcherNode:
+class BaseMatcherNode(ABC):
     """A pattern; ``a | b`` matches what either matches."""
 
+    @abstractmethod
     def match(self, value: Any) -> bool:
-        raise NotImplementedError
+        ...
 
     def __or__(self, other: BaseMatcherNode) -> BaseMatcherNode:
         return OneOf(self, other)

@@ -8,13 +8,14 @@ devices, or StableHLO collectives), which ``lax.psum`` and the others find here 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from transpiler.errors import TranspileError, user_location
 from transpiler.per_thread import PerThreadList
 
 
-class SpmdAxis:
+class SpmdAxis(ABC):
     """The axis of a `pmap` whose per-shard function is being traced for several devices
     (transpiler/sharding/): each shard is a program of its own, so a collective over this
     axis is emitted by the strategy (transfers between devices, or StableHLO collectives).
@@ -23,33 +24,40 @@ class SpmdAxis:
     def __init__(self, name: Any, size: int) -> None:
         self.name, self.size = name, size
 
+    @abstractmethod
     def psum(self, x: Any) -> Any:
-        raise NotImplementedError
+        ...
 
     def psum_leaves(self, leaves: list) -> list:
         """``psum`` of several leaves at once (a strategy may combine their transfers)."""
         return [self.psum(x) for x in leaves]
 
+    @abstractmethod
     def pmax(self, x: Any) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def pmin(self, x: Any) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def all_gather(self, x: Any, axis: int, tiled: bool) -> Any:
         """Every shard's `x` stacked along a new `axis` (merged into it when `tiled`)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
         """Shard k's block of ``psum(x)`` along `dimension` (removed unless `tiled`)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def ppermute(self, x: Any, sources: list[int | None]) -> Any:
         """Shard k gets the `x` of shard ``sources[k]`` (zeros where that is None)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def axis_index(self) -> Any:
-        raise NotImplementedError
+        ...
 
 
 # The axes of the pmaps being traced per shard, outermost first; vmap's names shadow them.

@@ -112,27 +112,12 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         return out, rule(out, primals, tangents, **kwargs)
     from transpiler.transforms import traced
     from transpiler.transforms.api import _target
-    from transpiler.transforms.forward_api import jvp_function
     from transpiler.transforms.runtime_helpers import _differentiable
     if all(t is None or not _differentiable(p) for p, t in zip(primals, tangents)):
         return fn(*primals, **kwargs), None  # (integer values carry no derivative)
     if not traced.readable(_target(fn)):  # a builtin, C function, class: traced
         return traced.jvp(fn, primals, tangents, kwargs)
-    from transpiler.transforms.runtime_helpers import active_params
-    from transpiler.transforms.signature import source_signature, star_name
-    active = active_params(fn, [t is not None for t in tangents])
-    if not active:
-        return fn(*primals, **kwargs), None
-    _, generated = jvp_function(fn, active)
-    suffix = getattr(generated, "tangent_suffix", "_dot")
-    params = [p.name for p in source_signature(_target(fn)).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
-    star = star_name(_target(fn))
-    if star in active:  # the rest go to *args: one tuple of tangents
-        given[f"{star}{suffix}"] = tuple(tangents[len(params):])
-    from transpiler.transforms.api import for_jit
-    return for_jit(generated)(*primals, **kwargs, **given)
+    return _generated_jvp_call(fn, primals, tangents, kwargs, {})
 
 
 def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn_dot: Any,
@@ -141,11 +126,8 @@ def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn
     take their tangents as ``<name>_dot`` keywords of the generated code."""
     from transpiler.errors import TranspileError, user_location
     from transpiler.transforms import traced
-    from transpiler.transforms.api import _target, for_jit
+    from transpiler.transforms.api import _target
     from transpiler.transforms.closures import closure_jvp, is_closure
-    from transpiler.transforms.forward_api import jvp_function
-    from transpiler.transforms.runtime_helpers import active_params
-    from transpiler.transforms.signature import source_signature, star_name
     target = _target(fn)
     if is_closure(fn):
         return closure_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
@@ -155,14 +137,28 @@ def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn
                              f"({', '.join(kwargs_dot)}) of a call of "
                              f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
                              "pass the differentiated values positionally")
+    return _generated_jvp_call(fn, primals, tangents, kwargs, kwargs_dot)
+
+
+def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+                        kwargs_dot: dict) -> tuple:
+    """Python function `fn`'s generated jvp, called with the tangents of its positional
+    arguments (a tuple for ``*args``) and of its keyword arguments `kwargs_dot`."""
+    from transpiler.transforms.api import _target, for_jit
+    from transpiler.transforms.forward_api import jvp_function
+    from transpiler.transforms.runtime_helpers import active_params
+    from transpiler.transforms.signature import source_signature, star_name
     active = active_params(fn, [t is not None for t in tangents]) | set(kwargs_dot)
+    if not active:
+        return fn(*primals, **kwargs), None
     _, generated = jvp_function(fn, frozenset(active))
     suffix = getattr(generated, "tangent_suffix", "_dot")
+    target = _target(fn)
     params = [p.name for p in source_signature(target).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
     star = star_name(target)
-    if star in active:
+    if star in active:  # the rest go to *args: one tuple of tangents
         given[f"{star}{suffix}"] = tuple(tangents[len(params):])
     given.update({f"{k}{suffix}": d for k, d in kwargs_dot.items()})
     return for_jit(generated)(*primals, **kwargs, **given)
