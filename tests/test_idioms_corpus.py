@@ -42,56 +42,7 @@ BATCH = 3
 # Library failures, (transform, program, kind or "*") -> what is wrong. Each is strict: the
 # test fails as soon as the library is fixed, so that the entry is removed. "WRONG VALUE"
 # marks a silent wrong answer.
-ZIP_LEN = "iterating a zip/enumerate held in a variable: TypeError object of type 'zip' has no len()"
-MAP = "map(lambda v: ..., xs) over traced values: 'keyword or star-arguments ... not supported yet'"
-LAMBDA_K = "lambdas with default arguments (k=k) made in a comprehension: NameError name 'k'"
-PARTIAL_TRACED = "functools.partial binding a traced value inside the function is refused (JAX runs it)"
-SETCOMP = ("a set comprehension of a dict's static keys: a TranspileError about `_c1.append` "
-           "(forward mode and vmap: KeyError 0)")
-HELPER_INPLACE = "y[0] = v in a helper the transformed function calls: 'Array does not support item assignment'"
-HESS_COMP = "hessian: 'cannot differentiate this list comprehension', located at the caller's line"
-XFAIL: dict[tuple[str, str, str], str] = {
-    **{(t, "builtins-map", "*"): MAP for t in ("grad", "jacrev", "jit_grad")},
-    **{(t, "builtins-sum-len-zip-enumerate", "*"): ZIP_LEN
-       for t in ("grad", "jvp", "jacrev", "hessian", "jit_grad")},
-    ("hessian", "decorators-wraps-inside", "*"): "stacked functools.wraps decorators: "
-        "TypeError _decorated_helper() got an unexpected keyword argument 'x_dot'",
-    **{(t, n, "*"): "stacked functools.wraps decorators: IndexError list index out of range"
-       for t in ("jacrev", "hessian") for n in ("decorators-wraps-transformed",)},
-    ("jacrev", "decorators-wraps-inside", "*"):
-        "stacked functools.wraps decorators: IndexError list index out of range",
-    **{(t, "inplace-updates-in-helper", "*"): HELPER_INPLACE for t in ("grad", "jacrev")},
-    ("jacrev", "inplace-updates", "*"):
-        "jacrev does not rewrite y[0] = v as grad/jvp/vmap do: 'Array does not support item assignment'",
-    **{(t, "lambda-default-arguments", "*"): LAMBDA_K
-       for t in ("grad", "jvp", "jacrev", "vmap", "jit_grad")},
-    ("hessian", "lambda-default-arguments", "*"):
-        "hessian of lambdas with defaults: '`return` inside a loop is not supported yet' in generated code",
-    **{(t, "partial-inside", "*"): PARTIAL_TRACED for t in ("grad", "jacrev", "hessian", "jit_grad")},
-    ("jvp", "partial-inside", "*"): PARTIAL_TRACED,
-    **{("vmap", "partial-inside", k): "vmap: 'cannot transform a call of partial on batched values'"
-       for k in ("numpy_f32", "tp_array", "device_array", "mixed")},
-    **{(t, "set-comprehension-sorted", "*"): SETCOMP
-       for t in ("grad", "jvp", "jacrev", "hessian", "vmap", "jit_grad")},
-    ("jvp", "varargs-kwargs-inside", "*"):
-        "**options passed on to a helper: TypeError '>=' not supported between 'dict' and 'int'",
-    ("hessian", "varargs-kwargs-inside", "*"):
-        "**options passed on to a helper: TypeError '>=' not supported between 'dict' and 'int'",
-    **{(t, "varargs-kwargs-transformed", "*"): "a transformed def f(*args, **options): "
-       "IndexError list index out of range" for t in ("jacrev", "hessian")},
-    **{("hessian", n, "*"): HESS_COMP for n in ("builtins-map", "list-comprehension",
-                                                "list-append-then-stack", "starred-assignment")},
-    ("hessian", "dict-comprehension", "*"):
-        "hessian: 'cannot differentiate this statement in forward mode', at the caller's line",
-    ("hessian", "dataclass-attributes", "*"):
-        "hessian with a registered dataclass: '`try` statements are not supported' in inspect.py",
-    **{("vmap", "builtins-sorted-static", "*"): "vmap: sorted(d, key=lambda k: d[k].size) on "
-       "static sizes is refused ('cannot transform a call of sorted ... closes over arrays')"},
-    **{("vmap", "registered-attributes", k): "vmap: in_axes given as a registered pytree "
-       "(Affine(None, 0)) is refused; JAX accepts it" for k in SCALAR_KINDS},
-    **{(t, "numpy-functions", "*"): "np.dot(x, W) under jit: 'conversion to a NumPy array on a "
-       "traced value' (np.sum, np.sin work)" for t in ("jit", "jit_grad")},
-}
+XFAIL: dict[tuple[str, str, str], str] = {}
 
 
 def cases(transform, kinds=KINDS):

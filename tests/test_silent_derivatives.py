@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -177,6 +178,132 @@ def test_builtin_max_agrees_with_finite_differences():
     fd = [(with_builtins(x + eps * e) - with_builtins(x - eps * e)) / (2 * eps)
           for e in np.eye(3)]
     np.testing.assert_allclose(g, fd, atol=1e-3)
+
+
+# --- builtins that return iterators, and loops over dicts: once zeros ----------------------------
+
+class Pair(NamedTuple):
+    w: Any
+    b: Any
+
+
+def _reversed_list(xs):
+    return list(reversed(xs))[0] * 3.0 + xs[1] ** 2
+
+
+def _zip_held(xs):
+    pairs = zip(xs, xs[1:])
+    return sum(a * b for a, b in pairs)
+
+
+def _enumerate_listed(xs):
+    return list(enumerate(xs))[1][1] * 2.0 + xs[0] ** 2
+
+
+def _sorted_values(xs):
+    return sorted(xs)[0] * 5.0 + sorted(xs, key=lambda v: -v, reverse=True)[1] ** 2
+
+
+def _getattr_field(xs):
+    return getattr(Pair(xs[0], xs[1]), "w") * 3.0 + getattr(Pair(xs[0], xs[1]), "b", 0.0)
+
+
+def _dict_of_zip(xs):
+    return dict(zip(["a", "b"], xs))["b"] * 3.0 + xs[0]
+
+
+def _loop_over_int_keys(d):
+    total = 0.0
+    for k in d:                    # keys, not the values a lowered loop indexed by position
+        total = total + d[k] ** 3 * (k + 1.0)
+    return total
+
+
+def _sum_over_keys(d):
+    return sum(jnp.sum(d[k] ** 2) * i for i, k in enumerate(sorted(d)))
+
+
+def _fd(fn, x, eps=1e-3):
+    x = np.asarray(x, np.float64)
+    return np.array([(fn(list(x + eps * e)) - fn(list(x - eps * e))) / (2 * eps)
+                     for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize("fn", [_reversed_list, _zip_held, _enumerate_listed, _sorted_values,
+                                _getattr_field, _dict_of_zip])
+def test_iterator_builtins_keep_derivatives(fn):
+    xs = [F32(1.5), F32(-0.5), F32(2.0)]
+    want = _fd(fn, xs)
+    np.testing.assert_allclose(np.array(tp.grad(fn)(xs)), want, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(tp.jvp(fn, (xs,), ([F32(1)] * 3,))[1], want.sum(), rtol=1e-3)
+    batch = [np.array([v, 2 * v], F32) for v in xs]
+    if fn is _sorted_values:  # comparing traced values: an error under jit and vmap, as in JAX
+        for transformed in (tp.jit(tp.grad(fn)), tp.vmap(fn)):
+            with pytest.raises(Exception, match="bool|no single order") as info:
+                transformed(batch if transformed.__class__.__name__ != "Jitted" else xs)
+            assert f"{__file__}:" in str(info.value)
+        return
+    np.testing.assert_allclose(np.array(tp.jit(tp.grad(fn))(xs)), want, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(tp.vmap(fn)(batch),
+                               [fn([b[0] for b in batch]), fn([b[1] for b in batch])], rtol=1e-5)
+
+
+def test_loops_over_dicts_iterate_their_keys():
+    d = {0: F32(1.0), 1: F32(2.0)}
+    grads = tp.grad(_loop_over_int_keys)(d)
+    assert {k: float(v) for k, v in grads.items()} == {0: 3.0, 1: 24.0}
+    assert float(tp.jvp(_loop_over_int_keys, (d,), (d,))[1]) == 3.0 * 1 + 24.0 * 2
+    hess = tp.hessian(_loop_over_int_keys)(d)
+    np.testing.assert_allclose([[float(hess[i][j]) for j in d] for i in d], [[6, 0], [0, 24]])
+    np.testing.assert_allclose(tp.vmap(_loop_over_int_keys)({0: np.ones(2, F32),
+                                                            1: np.full(2, 2, F32)}), [17, 17])
+    arrays = {"b": np.array([3.0, 1.0], F32), "a": np.array([1.0, 2.0], F32)}
+    g = tp.grad(_sum_over_keys)(arrays)
+    np.testing.assert_allclose(g["a"], 0.0)
+    np.testing.assert_allclose(g["b"], 2 * arrays["b"])
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: tp.grad(lambda xs: next(iter(xs)) * 3.0)([F32(1), F32(2)]), "iterator"),
+    (lambda: tp.jvp(lambda xs: next(iter(xs)) * 3.0, ([F32(1)],), ([F32(1)],)), "iter"),
+    (lambda: tp.grad(lambda xs: float(xs[0]) * xs[1])([F32(1), F32(2)]), "drop its derivative"),
+])
+def test_values_hidden_from_the_transform_are_errors(call, error):
+    with pytest.raises(TranspileError, match=error) as info:
+        call()
+    assert f"{__file__}:" in str(info.value)
+
+
+def _branch_in_loop(x):
+    total = 0.0
+    for i in range(3):
+        if i != 1:
+            y = jnp.sin(x)       # assigned on some iterations only: saved by ad.defined
+            total = total + y * x
+    return total
+
+
+def _map_of_square(v):
+    return jnp.sum(list(map(jnp.square, [v, 2.0 * v]))[1]) + sum(map(jnp.sum, map(jnp.sin, [v])))
+
+
+@pytest.mark.parametrize("fn, x", [(_branch_in_loop, np.float32(0.7)),
+                                   (_map_of_square, np.array([0.3, -0.5], F32))])
+def test_second_derivatives_through_values_saved_on_some_paths(fn, x):
+    """The tape of a loop whose body assigns a value on some paths only (once: its
+    tangents dropped in forward-over-reverse, so the Hessian missed terms, and its batch
+    axes in vmap(grad))."""
+    g = tp.grad(fn)
+    x64 = np.asarray(x, np.float64)
+    eps = 1e-3
+    basis = np.eye(x64.size).reshape((x64.size, *x64.shape))
+    fd = np.stack([(np.asarray(g(np.asarray(x64 + eps * e, F32)), np.float64)
+                    - np.asarray(g(np.asarray(x64 - eps * e, F32)), np.float64)) / (2 * eps)
+                   for e in basis]).reshape(np.shape(tp.hessian(fn)(x)))
+    np.testing.assert_allclose(np.asarray(tp.hessian(fn)(x)), fd, rtol=2e-3, atol=2e-3)
+    batch = np.stack([x, 0.5 * x - 0.25])  # vmap(grad): the tape's batch axes (once lost)
+    np.testing.assert_allclose(np.asarray(tp.vmap(g)(batch)),
+                               np.stack([np.asarray(g(b)) for b in batch]), rtol=1e-5, atol=1e-6)
 
 
 # --- introspection the transforms cannot follow --------------------------------------------

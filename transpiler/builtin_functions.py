@@ -15,6 +15,7 @@ import builtins
 from typing import Any
 
 from transpiler import numpy as jnp
+from transpiler import rewritten
 from transpiler.primitives.core import abstractify
 
 
@@ -58,11 +59,15 @@ def sum(values: Any, start: Any = 0) -> Any:
 def map(function: Any, *iterables: Any) -> Any:
     """``map(f, xs, ...)``, evaluated at once into a list (a one-pass iterator either way)."""
     out = []
+    items: list = []
     for i in range(builtins.min([builtins.len(xs) for xs in iterables])):  # (static lengths)
-        items = []
-        for xs in iterables:
-            items.append(xs[i])
-        out.append(function(*items))
+        if builtins.len(iterables) == 1:  # (a closure's derivative needs its arguments
+            out.append(function(iterables[0][i]))  # by position, not by a star)
+        else:
+            items = []
+            for xs in iterables:
+                items.append(xs[i])
+            out.append(function(*items))
     return out
 
 
@@ -70,7 +75,8 @@ abs = jnp.abs
 
 # The builtins these stand in for, in transformed code.
 REPLACES = {builtins.max: max, builtins.min: min, builtins.sum: sum, builtins.abs: abs,
-            builtins.map: map}
+            builtins.map: map, **{getattr(builtins, name): listed
+                                  for name, listed in rewritten.LISTED.items()}}
 
 
 def stand_in(fn: Any, numpy: bool = True) -> Any:

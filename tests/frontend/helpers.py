@@ -16,6 +16,7 @@ from transpiler.errors import SourceLocation
 from transpiler.frontend.anf import to_anf
 from transpiler.frontend.canonicalize import canonicalize_function
 from transpiler.frontend.passes import Locations, function_code, iter_statements
+from transpiler.rewritten import INTRODUCED
 
 FILENAME = "user.py"
 # Builtins that canonicalization introduces (loop lowering).
@@ -57,7 +58,7 @@ def compile_function(func_or_source: Any, namespace: dict[str, Any] | None = Non
     """Exec a function (CST node or source text) with ``np``/``jnp`` (NumPy) in scope."""
     text = func_or_source if isinstance(func_or_source, str) else function_code(func_or_source)
     text = textwrap.dedent(text)
-    scope: dict[str, Any] = {"np": np, "jnp": np, **(namespace or {})}
+    scope: dict[str, Any] = {"np": np, "jnp": np, **INTRODUCED, **(namespace or {})}
     exec(compile(text, FILENAME, "exec"), scope)
     name = re.search(r"def (\w+)", text).group(1)  # type: ignore[union-attr]
     return scope[name]

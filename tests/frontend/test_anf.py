@@ -128,9 +128,10 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
-            _t0 = len(xs)
+            _seq0 = _sequence(xs)
+            _t0 = len(_seq0)
             for _i0 in range(_t0):
-                x = xs[_i0]
+                x = _seq0[_i0]
                 _t1 = x * x
                 total = total + _t1
             return total
@@ -144,9 +145,10 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
-            _t0 = len(xs)
+            _seq0 = _sequence(xs)
+            _t0 = len(_seq0)
             for i in range(_t0):
-                x = xs[i]
+                x = _seq0[i]
                 _t1 = i * x
                 total = total + _t1
             return total
@@ -160,13 +162,15 @@ GOLDEN = {
         ''', '''
         def f(xs, ys):
             total = 0.0
-            _t0 = len(xs)
-            _t1 = len(ys)
+            _seq0 = _sequence(xs)
+            _seq1 = _sequence(ys)
+            _t0 = len(_seq0)
+            _t1 = len(_seq1)
             _t2 = min(_t0, _t1)
             for _i0 in range(_t2):
                 k = _i0 + 1
-                a = xs[_i0]
-                b = ys[_i0]
+                a = _seq0[_i0]
+                b = _seq1[_i0]
                 _t3 = k * a
                 _t4 = _t3 * b
                 total = total + _t4
@@ -257,13 +261,14 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
+            _seq0 = _sequence(xs)
             _brk0 = False
-            _t0 = len(xs)
+            _t0 = len(_seq0)
             for _i0 in range(_t0):
                 _t1 = not _brk0
                 if _t1:
                     _cont0 = False
-                    x = xs[_i0]
+                    x = _seq0[_i0]
                     _t2 = x < 0
                     if _t2:
                         _cont0 = True

@@ -94,8 +94,9 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
-            for _i0 in range(len(xs)):
-                x = xs[_i0]
+            _seq0 = _sequence(xs)
+            for _i0 in range(len(_seq0)):
+                x = _seq0[_i0]
                 total = total + x * x
             return total
         '''),
@@ -108,8 +109,9 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
-            for i in range(len(xs)):
-                x = xs[i]
+            _seq0 = _sequence(xs)
+            for i in range(len(_seq0)):
+                x = _seq0[i]
                 total = total + i * x
             return total
         '''),
@@ -122,10 +124,12 @@ GOLDEN = {
         ''', '''
         def f(xs, ys):
             total = 0.0
-            for _i0 in range(min(len(xs), len(ys))):
+            _seq0 = _sequence(xs)
+            _seq1 = _sequence(ys)
+            for _i0 in range(min(len(_seq0), len(_seq1))):
                 k = _i0 + 1
-                a = xs[_i0]
-                b = ys[_i0]
+                a = _seq0[_i0]
+                b = _seq1[_i0]
                 total = total + k * a * b
             return total
         '''),
@@ -148,7 +152,7 @@ GOLDEN = {
                 s = s + v
             for i in range(n - 1):
                 s = s + i
-            _seq1 = g(n)
+            _seq1 = _sequence(g(n))
             for _i1 in range(len(_seq1)):
                 e = _seq1[_i1]
                 s = s + e
@@ -167,11 +171,12 @@ GOLDEN = {
         ''', '''
         def f(xs):
             total = 0.0
+            _seq0 = _sequence(xs)
             _brk0 = False
-            for _i0 in range(len(xs)):
+            for _i0 in range(len(_seq0)):
                 if not _brk0:
                     _cont0 = False
-                    x = xs[_i0]
+                    x = _seq0[_i0]
                     if x < 0:
                         _cont0 = True
                     if not _cont0:

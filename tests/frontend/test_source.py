@@ -258,5 +258,5 @@ def test_parse_function_contract():
 def _user_names(namespace):
     """The namespace without the names rewriting may introduce (range, len ...)."""
     from transpiler.frontend import REWRITE_BUILTINS
-    from transpiler.rewritten import WITH_ITEM
-    return {k: v for k, v in namespace.items() if k not in (*REWRITE_BUILTINS, WITH_ITEM)}
+    from transpiler.rewritten import INTRODUCED
+    return {k: v for k, v in namespace.items() if k not in (*REWRITE_BUILTINS, *INTRODUCED)}

@@ -25,7 +25,7 @@ from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import SourceLocation
 from transpiler.per_thread import PerThreadList
-from transpiler.rewritten import INTRODUCED
+from transpiler.rewritten import DEFAULT_PREFIX, INTRODUCED, MISSING, default_value
 
 FORMAT = "1"
 _RECORD = "AD1"  # the header of a record on disk (transpiler/cache_files.py)
@@ -94,6 +94,9 @@ def lookup(fn: Callable, name: str) -> Any:
         found = getattr(builtins, name, _MISSING)
     if found is _MISSING:  # a function the frontend's rewriting calls
         found = INTRODUCED.get(name, _MISSING)
+    if found is _MISSING and name.startswith(DEFAULT_PREFIX):  # a default value it holds
+        found = default_value(fn, name)
+        found = _MISSING if found is MISSING else found
     return found
 
 

@@ -17,6 +17,7 @@ Pipeline (each stage in its own module):
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
 import importlib
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from transpiler.errors import GENERATED_SOURCE_MAPS, SourceLocation, TranspileEr
 from transpiler.frontend.fence import fence
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
 from transpiler.frontend.passes import run_stages
-from transpiler.frontend.resolve_names import resolve_names
+from transpiler.frontend.resolve_names import bind_defaults, resolve_names
 from transpiler.rewritten import INTRODUCED
 
 Locations = dict[cst.CSTNode, SourceLocation]
@@ -71,6 +72,10 @@ def read_function(fn: Callable[..., Any]) -> tuple[FunctionSource, dict[str, Any
     if not is_library(fn):  # our own composites may use any Python for their static logic
         fence(source.func, source.filename, source.locations)
     namespace = resolve_names(fn, source.func, source.locations)
+    func = bind_defaults(fn, source.func, namespace)
+    if func is not source.func:  # defaults read from the function, not re-evaluated
+        source.locations[func] = source.locations.get(source.func)
+        source = dataclasses.replace(source, func=func)
     return source, namespace
 
 

@@ -25,6 +25,7 @@ import libcst as cst
 import transpiler.frontend.match as m
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
+from transpiler.rewritten import LISTED_NAMES, SEQUENCE
 from transpiler.frontend.passes import (
     LocatedTransformer,
     Locations,
@@ -58,6 +59,20 @@ def _contains(node: cst.CSTNode, matcher: m.BaseMatcherNode) -> bool:
     return bool(m.findall(node, matcher))
 
 
+def _own_returns(node: cst.CSTNode) -> list[cst.Return]:
+    """The ``return`` statements under `node` that return from the function at hand (not
+    those of a ``def`` nested in it)."""
+    from transpiler.frontend.passes import child_nodes
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Return):
+            found.append(current)
+        elif not (isinstance(current, cst.FunctionDef) and current is not node):
+            stack.extend(reversed(child_nodes(current)))
+    return found
+
+
 def _assigned_names(node: cst.CSTNode) -> set[str]:
     """Names bound anywhere in ``node`` (assignment and loop targets)."""
     names: set[str] = set()
@@ -83,7 +98,23 @@ class GeneratorsToLists(LocatedTransformer):
     """``sum(v ** 2 for v in xs)`` -> ``sum([v ** 2 for v in xs])``: the elements are computed
     when the generator would be consumed (the consumers numeric code passes one to, such
     as ``sum``, ``max``, ``tuple`` or ``jnp.stack``, iterate it once). For the same reason
-    ``map(f, xs)`` is ``list(map(f, xs))``: its values, not a one-pass iterator, flow on."""
+    ``map(f, xs)`` is ``list(map(f, xs))``, and ``zip``/``enumerate``/``reversed``/``sorted``
+    are ``_zip``/... (transpiler/rewritten.py), which return lists: their values, not a
+    one-pass iterator whose elements no transform could see, flow on. (``zip`` and
+    ``enumerate`` as a ``for`` loop's own iterable stay: lower-for-loops indexes them.)"""
+
+    def visit_For(self, node: cst.For) -> None:
+        self._index(node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._index(node.iter)
+
+    def _index(self, iterable: cst.BaseExpression) -> None:
+        """A loop's iterable, and the ``zip``/``enumerate`` nested in it, as indexed."""
+        self._indexed = getattr(self, "_indexed", set()) | {iterable}
+        if m.matches(iterable, m.Call(func=m.Name("zip") | m.Name("enumerate"))):
+            for arg in iterable.args:  # type: ignore[attr-defined]
+                self._index(arg.value)
 
     def leave_GeneratorExp(self, original: cst.GeneratorExp, updated: cst.GeneratorExp
                            ) -> cst.BaseExpression:
@@ -95,6 +126,10 @@ class GeneratorsToLists(LocatedTransformer):
         if m.matches(updated.func, m.Name("map")) and len(updated.args) >= 2 and \
                 not any(a.star or a.keyword for a in updated.args):
             return parse_template_expression("list({e})", e=updated)  # (see the docstring)
+        listed = updated.func.value if isinstance(updated.func, cst.Name) else None
+        if listed in LISTED_NAMES and not (listed in ("zip", "enumerate") and
+                                           original in getattr(self, "_indexed", ())):
+            return updated.with_changes(func=cst.Name(LISTED_NAMES[listed]))
         if m.matches(updated.func, m.Name("next")) and updated.args and \
                 isinstance(original.args[0].value, cst.GeneratorExp):
             if len(updated.args) == 1:
@@ -222,6 +257,35 @@ _RANGE = m.Call(func=m.Name("range"))
 _DICT_VIEW = m.Call(func=m.Attribute(attr=m.Name("items") | m.Name("keys") | m.Name("values")), args=[])
 
 
+# Values that are lists or tuples (indexed as they are by a lowered loop)
+_SEQUENCE = (m.List() | m.Tuple() | m.ListComp()
+             | m.Call(func=m.Name("list") | m.Name("tuple") | m.Name("range") | m.Name("map")
+                      | m.Name(SEQUENCE) | m.Name(LISTED_NAMES["zip"])
+                      | m.Name(LISTED_NAMES["enumerate"]) | m.Name(LISTED_NAMES["reversed"])
+                      | m.Name(LISTED_NAMES["sorted"])))
+
+
+def _sequence_names(func: cst.FunctionDef) -> set[str]:
+    """Local names that only ever hold lists or tuples: every assignment to them makes one
+    (parameters, loop targets and the rest may be dicts or sets)."""
+    made: set[str] = set()
+    other: set[str] = set()
+    for node in m.findall(func, m.Assign() | m.AugAssign() | m.AnnAssign() | m.For()
+                          | m.CompFor() | m.Param() | m.WithItem() | m.NamedExpr()):
+        if isinstance(node, cst.Assign) and all(isinstance(t.target, cst.Name)
+                                                for t in node.targets):
+            (made if m.matches(node.value, _SEQUENCE) else other).update(
+                t.target.value for t in node.targets)  # type: ignore[attr-defined]
+            continue
+        target = getattr(node, "target", None) or getattr(node, "name", None) or \
+            getattr(node, "asname", None)
+        for t in node.targets if isinstance(node, cst.Assign) else [target]:
+            t = getattr(t, "target", t)
+            if t is not None:
+                other.update(n.value for n in m.findall(t, m.Name()))  # type: ignore[attr-defined]
+    return made - other
+
+
 class LowerForLoops(LocatedTransformer):
     """``for t in seq`` becomes ``for _i in range(len(seq)): t = seq[_i]``.
 
@@ -229,6 +293,10 @@ class LowerForLoops(LocatedTransformer):
     into one index loop (nested freely); an iterable that is not a plain, loop-invariant
     name is evaluated once before the loop into ``_seqN`` (dict views through ``list``).
     """
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not hasattr(self, "_sequences"):  # the function itself (not a nested def)
+            self._sequences = _sequence_names(node)
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For | cst.FlattenSentinel:
         loop = updated_node
@@ -265,7 +333,11 @@ class LowerForLoops(LocatedTransformer):
             return self._unpack_zip(target, seq, index)  # type: ignore[arg-type]
         if m.matches(seq, _DICT_VIEW):
             seq = parse_template_expression("list({view})", view=seq)
-        if not (m.matches(seq, m.Name()) and seq.value not in self._assigned):  # type: ignore[attr-defined]
+        if not (m.matches(seq, m.Name()) and seq.value in self._sequences):  # type: ignore[attr-defined]
+            if not m.matches(seq, _SEQUENCE):  # (a dict or set iterates as its elements)
+                seq = parse_template_expression(f"{SEQUENCE}({{xs}})", xs=seq)
+            seq = self._hoist(seq)
+        elif seq.value in self._assigned:  # type: ignore[attr-defined]
             seq = self._hoist(seq)
         length = parse_template_expression("len({seq})", seq=seq)
         bind = parse_template_statement("{t} = {seq}[{i}]", t=target, seq=seq, i=index)
@@ -423,13 +495,13 @@ class RemoveEarlyReturns(LocatedTransformer):
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
         for loop in m.findall(updated_node.body, m.For() | m.While()):
-            for ret in m.findall(loop, m.Return()):
+            for ret in _own_returns(loop):
                 raise self.ctx.error(
                     "`return` inside a loop is not supported yet", ret,
                     "restructure the loop: keep the result in a variable (and `break`), "
                     "then return after the loop")
         body = _block_of(updated_node.body)
-        returns = m.findall(updated_node.body, m.Return())
+        returns = _own_returns(updated_node.body)
         if not (body and m.matches(body[-1], m.SimpleStatementLine(body=[m.Return()]))):
             final = cst.SimpleStatementLine(body=[cst.Return(value=cst.Name("None"))])
             self.ctx.locate_line(final, self.ctx.location_of(original_node))
@@ -448,7 +520,7 @@ class RemoveEarlyReturns(LocatedTransformer):
             if isinstance(statement, cst.SimpleStatementLine) and _contains(statement, m.Return()):
                 out.append(self._replace_return(statement, result))
                 return out  # unreachable after a return
-            if isinstance(statement, cst.If) and _contains(statement, m.Return()):
+            if isinstance(statement, cst.If) and _own_returns(statement):
                 rest = statements[k + 1:]
                 body = self._assign_returns([*_block_of(statement.body), *rest], result)
                 else_block = _block_of(statement.orelse.body) if statement.orelse else []  # type: ignore[arg-type]
@@ -478,7 +550,8 @@ class RemoveEarlyReturns(LocatedTransformer):
 CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
     Stage("generators-to-lists", GeneratorsToLists, needed=lambda func, counts: bool(
-        counts[cst.GeneratorExp]) or any(m.matches(n, m.Call(func=m.Name("map")))
+        counts[cst.GeneratorExp]) or any(m.matches(n, m.Call(func=m.Name()))
+                                         and n.func.value in _ITERATOR_CALLS
                                          for n in _calls(func))),
     Stage("functional-item-updates", FunctionalItemUpdates, triggers=(cst.Subscript,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
@@ -494,6 +567,9 @@ CANONICALIZE_PASSES: list[Stage] = [
     Stage("remove-early-returns", RemoveEarlyReturns, needed=lambda func, counts: not (
         counts[cst.Return] == 1 and counts[cst.FunctionDef] == 1 and _ends_in_return(func))),
 ]
+
+
+_ITERATOR_CALLS = frozenset({"map", *LISTED_NAMES})
 
 
 def _calls(func: cst.FunctionDef) -> list[cst.Call]:

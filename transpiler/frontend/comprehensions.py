@@ -36,7 +36,24 @@ class _Rename(cst.CSTTransformer):
         self.mapping = mapping
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+        return False  # (renamed in leave_Lambda: its parameters shadow the mapping)
+
+    def leave_Lambda(self, original: cst.Lambda, updated: cst.Lambda) -> Any:
+        """``lambda v, k=k: k * v`` in ``[... for k in ks]``: the default reads the loop's
+        variable, the body its own parameters (and, where not shadowed, the loop's)."""
+        params = updated.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        stars = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        shadowed = {p.name.value for p in [*every, *stars]}
+        inner = _Rename({k: v for k, v in self.mapping.items() if k not in shadowed})
+
+        def default(p: cst.Param) -> cst.Param:
+            return p.with_changes(default=p.default.visit(self)) if p.default else p
+        params = params.with_changes(
+            posonly_params=[default(p) for p in params.posonly_params],
+            params=[default(p) for p in params.params],
+            kwonly_params=[default(p) for p in params.kwonly_params])
+        return updated.with_changes(params=params, body=updated.body.visit(inner))
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return True
@@ -109,9 +126,11 @@ class _Hoist(cst.CSTTransformer):
         self.loops.append(cst.parse_statement(f"{acc} = {{}}\n" if kind == "dict" else
                                               f"{acc} = []\n"))
         self.loops.append(cst.parse_statement(body + "\n"))
-        if kind in ("set", "generator"):  # a set; a generator: an iterator over the computed elements
-            wrap = "set" if kind == "set" else "iter"
-            self.loops.append(cst.parse_statement(f"{acc} = {wrap}({acc})\n"))
+        if kind in ("set", "generator"):  # a set; a generator: an iterator over the computed
+            wrap = "set" if kind == "set" else "iter"  # elements (a name of its own: the list
+            made = self.fresh("_c")                    # is appended to, the set is not)
+            self.loops.append(cst.parse_statement(f"{made} = {wrap}({acc})\n"))
+            return cst.Name(made)
         return cst.Name(acc)
 
 

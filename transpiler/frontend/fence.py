@@ -189,6 +189,15 @@ def updatable_arrays(func: cst.FunctionDef) -> set[str]:
     return made - other
 
 
+def updates_in_place(func: cst.FunctionDef) -> bool:
+    """Whether `func` sets elements of an array in place (``y[i] = v``, ``y[i] += v``):
+    code the transforms rewrite into functional updates, which Python cannot run as is on
+    immutable arrays."""
+    return any(isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript)
+               or isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript)
+               for node in m.preorder(func.body))
+
+
 def fence(func: cst.FunctionDef, filename: str,
           locations: dict[cst.CSTNode, SourceLocation]) -> None:
     """Raise `TranspileError` at the first construct of `func` that transforms cannot handle

@@ -17,6 +17,7 @@ import libcst as cst
 import transpiler.frontend.match as m
 
 from transpiler.errors import SourceLocation, TranspileError
+from transpiler.rewritten import DEFAULT_PREFIX, MISSING, default_value
 
 _MISSING = object()
 
@@ -102,3 +103,29 @@ def lookup(fn: Callable[..., Any], name: str, loc: Optional[SourceLocation] = No
 def is_missing(value: Any) -> bool:
     """Whether `lookup` found nothing."""
     return value is _MISSING
+
+
+def bind_defaults(fn: Callable[..., Any], func: cst.FunctionDef,
+                  namespace: dict[str, Any]) -> cst.FunctionDef:
+    """`func` with each parameter default whose expression reads a name that does not
+    resolve (a variable of the enclosing scope: the default was evaluated when the
+    function was made) replaced by ``_default_<param>``, bound in `namespace` to the value
+    `fn` holds."""
+    def bound(param: cst.Param) -> cst.Param:
+        if param.default is None:
+            return param
+        reads = {n.value for n in m.findall(param.default, m.Name())}  # type: ignore[attr-defined]
+        if reads <= set(namespace) | {"None", "True", "False"}:
+            return param
+        name = DEFAULT_PREFIX + param.name.value
+        value = default_value(fn, name)
+        if value is MISSING:
+            return param
+        namespace[name] = value
+        return param.with_changes(default=cst.Name(name))
+
+    params = func.params
+    new = params.with_changes(posonly_params=[bound(p) for p in params.posonly_params],
+                              params=[bound(p) for p in params.params],
+                              kwonly_params=[bound(p) for p in params.kwonly_params])
+    return func if new.deep_equals(params) else func.with_changes(params=new)

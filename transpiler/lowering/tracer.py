@@ -73,6 +73,19 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
         raise self._concrete("conversion to a NumPy array", "use transpiler.numpy (jnp) "
                              "functions on traced values instead of numpy (np) ones")
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """``np.dot(x, w)`` on a traced value: `transpiler.numpy`'s function of the name
+        (as the transforms read NumPy's functions in transformed code), where it has one."""
+        from transpiler import numpy as jnp
+        module = getattr(func, "__module__", "") or ""
+        namespace = next((getattr(jnp, sub) for sub in ("linalg", "fft")
+                          if module.endswith(sub) and hasattr(jnp, sub)), jnp)
+        ours = getattr(namespace, func.__name__, None)
+        if not callable(ours):
+            raise self._concrete(f"numpy.{func.__name__}", "use transpiler.numpy (jnp) "
+                                 "functions on traced values instead of numpy (np) ones")
+        return ours(*args, **kwargs)
+
     def item(self) -> Any:
         raise self._concrete(".item()", "return the array from the jitted function instead")
 

@@ -196,11 +196,16 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
     ELEMENT, SEED, SEED_IF_SCALAR, add, appended, appended_tangent, attribute_bar, attribute_tangent, basis_of,
     custom_vjp_bwd, defined, fail, finalize, forward_jacobian, items_bar, items_tangent, values_bar,
-    values_tangent, with_item_tangent, without_item,
-    index_bar, is_scalar, item, map_bar, or_zeros, reverse_jacobian, rows_bar, rows_tangent, seed, spread,
+    values_tangent, with_item_tangent, without_item, set_item_tangent,
+    index_bar, is_scalar, item, map_bar, or_zeros, primal, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative, spread,
     unbound,
     vjp_call, vjp_call_closure, vjp_call_keywords, keyword_bars)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
+from transpiler.transforms.closures import (  # noqa: E402,F401  (a closure's derivative)
+    free_bars, free_params_tangent, free_values, free_values_tangent)
+from transpiler.transforms.partials import (  # noqa: E402,F401  (a partial's derivative)
+    bound_tangent as partial_bound_tangent, make_vjp as partial_make_vjp,
+    own_bars as partial_own_bars, pair as partial_pair)
 from transpiler.transforms.forward_helpers import (  # noqa: E402,F401  (forward mode)
     at, custom_jvp_call, custom_jvp_vjp, index_tangent, jvp_call, map_jvp, tangents_of,
     unpack_tangents,

@@ -9,6 +9,7 @@ import libcst as cst
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
 from transpiler.primitives.core import Primitive
+from transpiler.rewritten import sequence
 from transpiler.transforms import classify as cl
 from transpiler.transforms.signature import source_signature
 from transpiler.transforms.ad_utils import (
@@ -51,13 +52,16 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
         out: list[cst.BaseStatement] = []
         offset = ""  # `(*s, a, b)`: a's place is len(s) + 0, known at run time
         for i, element in enumerate(value.elements):  # type: ignore[attr-defined]
+            if isinstance(element, cst.StarredDictElement):
+                raise gen.error(stmt, "unpacking (**d) of a differentiated value in a dict "
+                                "literal is not supported yet")
             key = cst.parse_expression(f"{offset}{i}") if op.kind == "pack" else element.key
             item = element.value
             if isinstance(element, cst.StarredElement) and isinstance(item, cst.Name) and \
                     not _active_name(gen, item) and op.kind == "pack":
                 offset += f"len({item.value}) - 1 + "
                 continue
-            if isinstance(element, (cst.StarredElement, cst.StarredDictElement)):
+            if isinstance(element, cst.StarredElement):
                 raise gen.error(stmt, "unpacking (*x) of a differentiated value in a "
                                 "container literal is not supported yet")
             if isinstance(item, cst.Name):
@@ -127,6 +131,9 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         flow: cst.BaseExpression = cst.Name(gen.bar(t))
         if op.callee in (tuple, list):  # (of an array: its rows, stacked back)
             flow = parse_template_expression("ad.rows_bar({g}, {x})", g=flow, x=args[0].value)
+        if op.callee is sequence:  # (of a dict: its keys, which take no cotangent)
+            flow = parse_template_expression("ad.sequence_derivative({g}, {x})", g=flow,
+                                             x=args[0].value)
         return gen.accumulate(args[0].value.value, flow)  # type: ignore
     if kind.startswith("cotangent_"):
         return cotangent_helper_rule(gen, kind, args, t)
@@ -302,6 +309,13 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
     elif kind == "cotangent_attribute_tangent" and names[0]:  # obj_dot.<name>
         out += gen.accumulate(names[0], parse_template_expression(
             "ad.attribute_bar({o}, {k}, {b})", o=args[0].value, k=args[1].value, b=bar))
+    elif kind in ("cotangent_items_bar", "cotangent_values_bar") and names[1]:  # transposed
+        view = "items" if kind == "cotangent_items_bar" else "values"
+        out += gen.accumulate(names[1], parse_template_expression(
+            f"ad.{view}_tangent({{d}}, {{b}})", d=args[0].value, b=bar))
+    elif kind == "cotangent_without_item" and names[0]:  # a dict cotangent less one entry
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.without_item({b}, {k})", b=bar, k=args[1].value))
     elif kind == "cotangent_with_item":  # a dict comprehension's next entry
         if names[0]:
             out += gen.accumulate(names[0], parse_template_expression(
@@ -383,7 +397,7 @@ def keyword_runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args
         if not name:
             continue
         picked = f"ad.keyword_bars({temp}[1], {name})" if a.star == "**" else \
-            f"{temp}[1].get({a.keyword.value!r})"  # type: ignore[union-attr]
+            f"ad.item({temp}[1], {a.keyword.value!r})"  # type: ignore[union-attr]
         out += gen.accumulate(name, parse_template_expression(picked))
     return out
 

@@ -47,6 +47,7 @@ import libcst as cst
 
 from transpiler.errors import GENERATED_SOURCE_MAPS, SourceLocation
 from transpiler.frontend import REWRITE_BUILTINS, read_function
+from transpiler.rewritten import INTRODUCED
 from transpiler.transforms.autograph_cache import CONVERSIONS, is_generated
 from transpiler.frontend.canonicalize import CANONICALIZE_PASSES
 from transpiler.frontend.passes import (
@@ -456,6 +457,8 @@ def convert_function(fn: Callable) -> Callable:
     source, namespace = read_function(fn)
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))
+    for name, function in INTRODUCED.items():  # (_zip ...)
+        namespace.setdefault(name, function)
     generated = is_generated(fn)
     locations = source.locations
     mapped = GENERATED_SOURCE_MAPS.get(source.filename)

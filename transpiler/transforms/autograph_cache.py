@@ -61,6 +61,7 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
     import builtins
 
     from transpiler.codegen import disk_cache, load_source
+    from transpiler.rewritten import INTRODUCED
     from transpiler.transforms import autograph_runtime
     record = disk_cache.read(disk_key, ("names", "builtins", "cf_name", "info_name", "infos",
                                         "source", "name", "source_map", "module"))
@@ -71,6 +72,8 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
         return None
     for name in record["builtins"]:
         namespace.setdefault(name, getattr(builtins, name))
+    for name, function in INTRODUCED.items():  # (_zip ...)
+        namespace.setdefault(name, function)
     namespace[record["cf_name"]] = autograph_runtime
     namespace[record["info_name"]] = tuple(_decode(i) for i in record["infos"])
     return load_source(record["source"], record["name"], namespace,

@@ -108,9 +108,13 @@ def rules() -> dict[int, Any]:
     table[id(rh.item)] = _item
     table[id(rh.with_element)] = _with_element
     import builtins
+    from transpiler import rewritten
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
-                  id(builtins.iter): _iter})
+                  id(builtins.iter): _iter, id(rewritten.zip_list): _zip,
+                  id(rewritten.enumerate_list): _enumerate,
+                  id(rewritten.reversed_list): _reversed,
+                  id(rewritten.sequence): _sequence})
     table[id(rh.vjp_call)] = _vjp_call
     table[id(rh.custom_vjp_bwd)] = _custom_vjp_bwd
     table[id(rh.add)] = _add
@@ -301,6 +305,13 @@ def _enumerate(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) ->
 def _reversed(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     values, element_dims = _elements(args[0], dims[0])
     return values[::-1], element_dims[::-1]
+
+
+def _sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``_sequence(xs)`` (a lowered loop's iterable): a dict's keys, a set's elements are
+    static; anything else is itself."""
+    out = fn(args[0])
+    return (args[0], dims[0]) if out is args[0] else (out, [None] * len(out))
 
 
 def _dict(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:

@@ -4,18 +4,24 @@ Python functions from their source."""
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import batch_runtime as bt
+from transpiler.transforms import partials
 
 
 def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
              fn_dims: Any) -> tuple[Any, Any]:
     if isinstance(fn, Primitive):
         return bt.primitive_call(fn, args, dims, kwargs, kwdims)
+    if fn is functools.partial:  # making or calling one (transforms/partials.py)
+        return partials.make_batched(args, dims, kwargs, kwdims)
+    if partials.is_partial(fn):
+        return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
     if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
         return _sequence_op(fn)(args, dims)
     from transpiler.transforms.vmap_api import Vmapped, nested_call
@@ -140,8 +146,10 @@ def _special(fn: Any) -> Any:
 
 def _container(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``tuple(x)`` / ``list(x)``: a container keeps its elements' companions; an array is
-    iterated along its first member axis."""
+    iterated along its first member axis; a dict gives its keys."""
     (x,), (d,) = args, dims
+    if isinstance(x, (dict, set, frozenset)):  # its keys, elements: static
+        return fn(x), fn([None] * len(x))
     values, element_dims = bt.unpack(x, d, len(bt.view(x, d)))
     return fn(values), fn(element_dims)
 

@@ -63,9 +63,8 @@ STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nb
 ATTRIBUTE_TO_FUNCTION = {"T": "transpose", "mT": "matrix_transpose", "real": "real"}
 
 # Callables whose results never carry a derivative (they inspect, they don't compute).
-STATIC_BUILTINS = frozenset({len, isinstance, type, range, int, float, bool, str, print,
-                             repr, hasattr, getattr, callable, id, hash, enumerate, zip,
-                             sorted, reversed, slice,
+STATIC_BUILTINS = frozenset({len, isinstance, type, range, int, bool, str, print,
+                             repr, hasattr, callable, id, hash, slice,
                              builtins.all, builtins.any, frozenset, set})
 PASS_THROUGH = frozenset({tuple, list})
 # Modules of the library whose functions only inspect shapes, dtypes and axes.
@@ -75,6 +74,7 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 def _static_functions() -> frozenset:
     from transpiler import lax
     from transpiler import numpy as jnp
+    from transpiler import rewritten
     from transpiler.primitives import core
     from transpiler.transforms import api, custom, forward_api, forward_helpers, runtime_helpers
     # ... and the transforms' own machinery, reached through the run-time helpers of
@@ -83,7 +83,8 @@ def _static_functions() -> frozenset:
                       lax.stop_gradient, runtime_helpers.vjp_rule, api.vjp_function,
                       forward_api.jvp_function, runtime_helpers._differentiable,
                       forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
-                      runtime_helpers.is_scalar,
+                      runtime_helpers.is_scalar, rewritten.sort_order, runtime_helpers.unbound,
+                      runtime_helpers.needs_primal, runtime_helpers.differentiated_keywords,
                       inspect.signature,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
@@ -266,7 +267,7 @@ def _cotangent_helpers() -> dict[int, str]:
     linear maps they are -- second-order derivatives run through them, and their source
     walks containers in ways the transforms do not take apart (comprehensions)."""
     if not _HELPER_KINDS:
-        from transpiler.rewritten import with_item
+        from transpiler.rewritten import sequence, with_item
         from transpiler.transforms import api, forward_helpers
         from transpiler.transforms import runtime_helpers as rh
         _HELPER_KINDS.update({id(api._as_arrays): "pass", id(forward_helpers._filled): "pass",
@@ -276,12 +277,30 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.index_bar): "cotangent_index_bar",
                               id(rh.attribute_bar): "cotangent_attribute_bar",
                               id(with_item): "cotangent_with_item",
+                              id(rh.without_item): "cotangent_without_item",
+                              id(rh.items_bar): "cotangent_items_bar",
+                              id(rh.values_bar): "cotangent_values_bar",
                               id(rh.attribute_tangent): "cotangent_attribute_tangent",
                               id(rh.appended): "cotangent_appended",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
-                              id(rh.spread): "pass"})
+                              id(rh.spread): "pass", id(sequence): "pass"})
         from transpiler.transforms.vmap_api import vmap
         _HELPER_KINDS[id(vmap)] = "pass"  # vmap(g) carries g's closure (its derivative)
+        from transpiler.transforms import closures  # a closure's derivative: its cells'
+        _HELPER_KINDS.update({id(closures._free_params): "closure_free_params",
+                              id(closures.free_values): "closure_free_values",
+                              id(closures.free_bars): "closure_free_bars",
+                              id(closures.free_names): "static",
+                              id(closures.active_names): "static",
+                              id(closures.closure_vjp_function): "static",
+                              id(closures.closure_jvp_function): "static"})
+        from transpiler.transforms import partials  # a partial's derivative: its arguments'
+        _HELPER_KINDS.update({id(partials.bound): "partial_bound",
+                              id(partials.pair): "partial_pair",
+                              id(partials.own_bars): "partial_own_bars",
+                              id(partials.make_vjp): "partial_make_vjp",
+                              id(partials._empty): "static", id(partials.is_partial): "static",
+                              id(partials.arity): "static", id(partials.function): "static"})
     return _HELPER_KINDS
 
 
@@ -330,6 +349,24 @@ def callee_kind(callee: Any) -> str:
     if isinstance(callee, type):
         return "static" if issubclass(callee, (int, float, bool, str)) else "unknown"
     return "unknown"
+
+
+def string_tuple(value: cst.BaseExpression) -> Optional[list[str]]:
+    """The strings of a tuple of string literals (the names ``ad.defined`` reads)."""
+    if isinstance(value, cst.Tuple) and all(isinstance(e.value, cst.SimpleString)
+                                            for e in value.elements):
+        return [e.value.evaluated_value for e in value.elements]  # type: ignore
+    return None
+
+
+def defined_names(op: Op, name_tuples: dict[str, list[str]]) -> Optional[list[str]]:
+    """For ``ad.defined(locals(), names)`` in generated reverse code (the values a loop's
+    tape saves where the body assigned them), the names it reads; else None. Its
+    derivative and batch axes are those of the names, which the transforms follow."""
+    from transpiler.transforms.runtime_helpers import defined
+    if op.kind == "call" and op.callee is defined and len(op.operands) == 2:
+        return name_tuples.get(op.operands[1])
+    return None
 
 
 def propagates(op: Op) -> bool:

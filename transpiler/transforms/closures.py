@@ -125,7 +125,11 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
 def _free_params(fn: Any) -> list[tuple[str, Any]]:
     """(name, value) of the closed-over variables the generated code takes as parameters."""
     params = set(converted(fn)[0])
-    return [(n, v) for n, v in closure_items(fn) if n in params]
+    free = []
+    for n, v in closure_items(fn):  # (a loop: forward mode differentiates it, for second order)
+        if n in params:
+            free.append((n, v))
+    return free
 
 
 def _arg_names(fn: Any, count: int) -> list[str]:
@@ -161,9 +165,9 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
     if g is None:
         return (None,) * len(args), None
     free = _free_params(fn)
-    names = [n for n, _ in free] + _arg_names(fn, len(args))
-    values = [v for _, v in free] + list(args)
-    active = frozenset(n for n, v in zip(names, values) if carries_derivative(v))
+    names = free_names(free) + _arg_names(fn, len(args))
+    values = free_values(free, args)
+    active = active_names(names, values)
     if not active:
         return (None,) * len(args), None
     generated = closure_vjp_function(fn, active)
@@ -171,8 +175,44 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
     from transpiler.transforms.api import for_jit
     _, bars = for_jit(generated)(*values, **kwargs, **{keyword: g})
     k = len(free)
-    fn_bar = {n: b for (n, _), b in zip(free, bars[:k]) if n in active and b is not None}
-    return tuple(bars[k:k + len(args)]), (fn_bar or None)
+    return tuple(bars[k:k + len(args)]), free_bars(free, bars[:k], active)
+
+
+# Each a helper the transforms differentiate as the linear map it is (classify: a closure's
+# derivative is the dict of its cells' derivatives; second order runs through these).
+
+def free_names(free: list) -> list:
+    """The names of `_free_params`' pairs (static)."""
+    return [n for n, _ in free]
+
+
+def free_values(free: list, args: tuple = ()) -> list:
+    """The values of `_free_params`' pairs, then `args`: what the generated code of the
+    closure is called with."""
+    return [v for _, v in free] + list(args)
+
+
+def free_values_tangent(free_dot: Optional[list], args_dot: Optional[tuple], free: list,
+                        args: tuple) -> list:
+    """The tangent of ``free_values(free, args)``."""
+    return ([None] * len(free) if free_dot is None else [d for _, d in free_dot]) + \
+        ([None] * len(args) if args_dot is None else list(args_dot))
+
+
+def active_names(names: list, values: list) -> frozenset:
+    """The names whose values carry a derivative (static)."""
+    return frozenset(n for n, v in zip(names, values) if carries_derivative(v))
+
+
+def free_params_tangent(free: list, fn_dot: Optional[dict]) -> list:
+    """The tangent of `_free_params(fn)` from `fn`'s (the dict of its cells' tangents)."""
+    return [(None, None if fn_dot is None else fn_dot.get(n)) for n, _ in free]
+
+
+def free_bars(free: list, bars: Any, active: frozenset) -> Optional[dict]:
+    """The closure's derivative: its cells' cotangents by name (None: nothing flowed)."""
+    fn_bar = {n: b for (n, _), b in zip(free, bars) if n in active and b is not None}
+    return fn_bar or None
 
 
 def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,

@@ -24,6 +24,7 @@ import libcst as cst
 
 from transpiler.errors import TranspileError
 from transpiler.primitives.core import Primitive
+from transpiler.rewritten import sequence
 from transpiler.transforms import classify as cl
 from transpiler.transforms.ad_utils import (
     TIGHT_EQUAL,
@@ -88,6 +89,8 @@ class ForwardAD:
         self.definitions: dict[str, str] = {}  # name -> "at" | "at_index" (x.at, x.at[i])
         self.at_parts: dict[str, tuple[str, Optional[str]]] = {}  # name -> (x, index text)
         self.packs: dict[str, list[Optional[str]]] = {}  # t = (a, b): t -> ["a", "b"]
+        # t = ("a", "b"): the names ``ad.defined(locals(), t)`` reads (a loop's tape)
+        self.name_tuples: dict[str, list[str]] = {}
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.closure_tangents: dict[str, list[str]] = {}  # emitted def -> its active reads
         from transpiler.transforms.api import _aliases
@@ -193,6 +196,11 @@ class ForwardAD:
             assign = _assign(stmt)
             if assign is None:
                 continue
+            item = _item_set(assign)
+            if item is not None:  # d[k] = v: d carries v's derivative from here on
+                if item[2] in self.active:
+                    self.active.add(item[0])
+                continue
             op = self.op_of(assign)
             target = assign.targets[0].target
             if isinstance(target, cst.Name):  # `.at` chains, for at_update
@@ -208,6 +216,14 @@ class ForwardAD:
                 self.packs[target.value] = [  # element-wise activity through `a, b = (x, y)`
                     e.value.value if isinstance(e.value, cst.Name) else None
                     for e in assign.value.elements]  # type: ignore[attr-defined]
+            strings = cl.string_tuple(assign.value)
+            if isinstance(target, cst.Name) and strings is not None:
+                self.name_tuples[target.value] = strings
+            defined = self.defined_names(op)
+            if defined is not None:  # ad.defined(locals(), names): active through the names
+                if any(n in self.active for n in defined):
+                    self.active.update(assigned_names(target))
+                continue
             if isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign.value, cst.Name) \
                     and assign.value.value in self.packs:
                 elements = self.packs[assign.value.value]
@@ -222,6 +238,9 @@ class ForwardAD:
                     self.active.update(assigned_names(t.target))
             elif any(n in self.active for n in reads) and self.user_code and _drops(op):
                 raise dropped_derivative(self, stmt)
+
+    def defined_names(self, op: cl.Op) -> Optional[list[str]]:
+        return cl.defined_names(op, self.name_tuples)
 
     def static_comprehension(self, value: cst.BaseExpression) -> bool:
         return cl.static_comprehension(value, self.namespace, self.local_names)
@@ -243,6 +262,11 @@ class ForwardAD:
             assign = _assign(stmt)
             if assign is None:
                 continue
+            item = _item_set(assign)
+            if item is not None:  # d[k] = v: v's derivative is useful where d's is
+                if item[0] in useful:
+                    useful.add(item[2])
+                continue
             targets = [n for t in assign.targets for n in assigned_names(t.target)]
             source = assign.value.value if isinstance(assign.value, cst.Name) else None
             if len(targets) > 1 and source in self.packs and \
@@ -252,6 +276,11 @@ class ForwardAD:
                         useful.update((e, source))
                 continue
             op = self.op_of(assign)
+            defined = self.defined_names(op)
+            if defined is not None:
+                if any(n in useful for n in targets):
+                    useful.update(defined)
+                continue
             if any(n in useful for n in targets) and self.propagates(op) \
                     and not self.static_comprehension(assign.value):
                 useful.update(self.reads(op))
@@ -310,6 +339,13 @@ class ForwardAD:
                 out.extend([stmt, self.line(f"{self.dot(xs)}.append({value})")])
                 continue
             assign = _assign(stmt)
+            item = _item_set(assign) if assign is not None else None
+            if item is not None and item[0] in self.active:  # d[k] = v, in place (library)
+                base, key, value = item
+                out.extend([stmt, self.line(
+                    f"{self.dot(base)} = ad.set_item_tangent({base}, {self.dot(base)}, {key}, "
+                    f"{self.dot(value) if value in self.active else 'None'})")])
+                continue
             targets = assigned_names(assign.targets[0].target) if assign is not None else []
             if assign is None or not any(n in self.active for n in targets):
                 self.origin[stmt] = self.parsed.locations.get(stmt)
@@ -367,6 +403,10 @@ class ForwardAD:
                 f"{spec})")]
         t = target.value  # type: ignore[attr-defined]
         op = self.op_of(assign)
+        defined = self.defined_names(op)
+        if defined is not None:  # the tangents of the names, where they were assigned
+            dots = tuple(self.dot(n) if n in self.active else "" for n in defined)
+            return [stmt, self.line(f"{self.dot(t)} = ad.defined({op.operands[0]}, {dots!r})")]
         if not (any(n in self.active for n in self.reads(op)) and self.propagates(op)):
             return [stmt, self.line(f"{self.dot(t)} = ad.zeros_like_tree({t})")]
         if self.definitions.get(t) in ("at", "at_index"):  # x.at, x.at[i]: see at_update
@@ -473,9 +513,35 @@ class ForwardAD:
             if op.callee in (tuple, list):  # (of an array: its rows)
                 return [stmt, self.line(f"{self.dot(t)} = ad.rows_tangent("
                                         f"{self.tangent(args[0].value)}, {op.callee.__name__})")]
+            if op.callee is sequence:  # (of a dict: its keys, which take no tangent)
+                return [stmt, self.line(f"{self.dot(t)} = ad.sequence_derivative("
+                                        f"{self.tangent(args[0].value)}, {args[0].value.value})")]
             return [stmt, self.line(f"{self.dot(t)} = {self.tangent(args[0].value)}")]
         if kind.startswith("cotangent_"):
             return [stmt, self.helper_tangent(kind, t, args)]
+        if kind.startswith("partial_"):  # a partial's derivative (transforms/partials.py)
+            texts = [_text(a.value) for a in args]
+            dots = [self.tangent(a.value) for a in args]
+            if kind == "partial_bound":
+                line = f"ad.partial_bound_tangent({texts[0]}, {dots[0]}, {dots[1]}, {dots[2]}, " \
+                    f"{texts[1]})"
+            elif kind == "partial_make_vjp":  # make_vjp(args, kwargs, g): linear in g
+                line = f"ad.partial_make_vjp({texts[0]}, {texts[1]}, {dots[2]})"
+            elif kind == "partial_pair":
+                line = f"ad.partial_pair({texts[0]}, {dots[1]})"
+            else:  # own_bars(fn, bars, keyword_bars): linear in the bars
+                line = f"ad.partial_own_bars({texts[0]}, {dots[1]}, {dots[2]} or {{}})"
+            return [stmt, self.line(f"{self.dot(t)} = {line}")]
+        if kind.startswith("closure_"):  # a closure's derivative (transforms/closures.py)
+            texts = [_text(a.value) for a in args]
+            dots = [self.tangent(a.value) for a in args]
+            if kind == "closure_free_params":
+                line = f"ad.free_params_tangent({t}, {dots[0]})"
+            elif kind == "closure_free_values":
+                line = f"ad.free_values_tangent({dots[0]}, {dots[1]}, {texts[0]}, {texts[1]})"
+            else:  # free_bars(free, bars, active): linear in bars
+                line = f"ad.free_bars({texts[0]}, {dots[1]}, {texts[2]})"
+            return [stmt, self.line(f"{self.dot(t)} = {line}")]
         if kind == "jitted":
             return self.call(stmt, t, op.callee._fun, args)
         if kind == "custom_jvp":
@@ -573,6 +639,12 @@ class ForwardAD:
                 if any(self.is_active(positional[s].value) for s in slot):
                     items = ", ".join(self.tangent(positional[s].value) for s in slot)
                     tangents[pname] = f"({items},)"
+                continue
+            if isinstance(slot, dict):  # **kwargs of the callee: a dict of tangents
+                nodes = {k: args[-1 - s].value for k, s in slot.items()}
+                if any(self.is_active(n) for n in nodes.values()):
+                    items = ", ".join(f"{k!r}: {self.tangent(n)}" for k, n in nodes.items())
+                    tangents[pname] = f"{{{items}}}"
                 continue
             node = positional[slot].value if slot >= 0 else args[-1 - slot].value
             if self.is_active(node):
@@ -674,9 +746,25 @@ class ForwardAD:
         if kind == "cotangent_attribute_bar":
             return self.line(f"{self.dot(t)} = ad.attribute_bar({texts[0]}, {texts[1]}, "
                              f"{dots[2]})")
+        if kind in ("cotangent_items_bar", "cotangent_values_bar"):  # linear in the second
+            return self.line(f"{self.dot(t)} = ad.{kind[len('cotangent_'):]}({texts[0]}, "
+                             f"{dots[1]})")
+        if kind == "cotangent_without_item":
+            return self.line(f"{self.dot(t)} = ad.without_item({dots[0]}, {texts[1]})")
         if kind == "cotangent_attribute_tangent":
             return self.line(f"{self.dot(t)} = ad.attribute_tangent({dots[0]}, {texts[1]})")
         return self.line(f"{self.dot(t)} = ad.index_bar({texts[0]}, {texts[1]}, {dots[2]})")
+
+
+def _item_set(assign: cst.Assign) -> Optional[tuple[str, str, str]]:
+    """``d[k] = v`` (a container's element set in place, in the library's code): (d, the
+    key's text, v), for a Name `d` and an atom `v`; else None."""
+    target = assign.targets[0].target
+    if len(assign.targets) != 1 or not isinstance(target, cst.Subscript) or \
+            not isinstance(target.value, cst.Name) or not isinstance(assign.value, cst.Name) \
+            or len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return None
+    return target.value.value, _text(target.slice[0].slice.value), assign.value.value
 
 
 def positional_tangent_names(func: cst.FunctionDef, suffix: str) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
-from transpiler.transforms.api import (_argnums, _positional_names, _target, for_jit,
+from transpiler.transforms.api import (_active_names, _argnums, _positional_names, _target, for_jit,
                                        vjp_function)
 from transpiler.transforms.signature import star_name
 
@@ -222,9 +222,8 @@ class Jacobian:
     @property
     def source(self) -> str:
         target = _target(self.fun)
-        names = _positional_names(target)
         nums = (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
-        active = frozenset(names[i] for i in nums)
+        active = _active_names(target, nums)
         if self.kind == "jacrev":
             return vjp_function(target, active, self.has_aux)[1].source  # type: ignore
         if self.kind == "hessian":  # (as __call__ computes it)
@@ -346,20 +345,36 @@ def _blocks(columns: list[Any], in_tree: Any, out: Any) -> Any:
     return tree_util.tree_unflatten(out_def, result_leaves)
 
 
+def _tangent_keywords(target: Callable, names: list[str], count: int, nums: tuple,
+                      tangent: tuple, suffix: str) -> dict[str, Any]:
+    """The ``<param><suffix>=`` keywords of generated forward code for the positional
+    arguments `nums` (of `count`): the ``*args`` parameter's is a tuple, None where an
+    argument is not differentiated."""
+    keywords: dict[str, Any] = {}
+    star: list[Any] = [None] * max(0, count - len(names))
+    for i, t in zip(nums, tangent):
+        if i < len(names):
+            keywords[f"{names[i]}{suffix}"] = t
+        else:
+            star[i - len(names)] = t
+    if any(t is not None for t in star):
+        keywords[f"{star_name(target)}{suffix}"] = tuple(star)
+    return keywords
+
+
 def _jacfwd(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool,
             fname: str) -> Any:
     from transpiler.transforms.forward_helpers import _filled
     target = _differentiable_target(fun)
     names = _positional_names(target)
-    active = frozenset(names[i] for i in nums)
-    _, generated = jvp_function(target, active)
+    _, generated = jvp_function(target, _active_names(target, nums))
     suffix = getattr(generated, "tangent_suffix", "_dot")
     diff_args = tuple(args[i] for i in nums)
     columns: list[Any] = []
     out: Any = None
     for tangent in _basis(diff_args):
-        result, result_dot = for_jit(generated)(*args, **{f"{names[i]}{suffix}": t
-                                                          for i, t in zip(nums, tangent)})
+        result, result_dot = for_jit(generated)(*args, **_tangent_keywords(
+            target, names, len(args), nums, tangent, suffix))
         out = result[0] if has_aux else result
         dot = result_dot[0] if has_aux and result_dot is not None else result_dot
         columns.append(tree_util.tree_leaves(_filled(dot, out)))
@@ -378,11 +393,9 @@ def _jacfwd(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
 def _jacrev(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool,
             fname: str) -> Any:
     target = _target(fun)
-    names = _positional_names(target)
-    active = frozenset(names[i] for i in nums)
-    _, generated = vjp_function(target, active, has_aux)
+    _, generated = vjp_function(target, _active_names(target, nums), has_aux)
     cotangent = getattr(generated, "cotangent_param", "_out_bar")
-    result = target(*args)
+    result = for_jit(generated)(*args)[0]  # (no cotangent: the value alone, as transformed)
     out, aux = (result[0], result[1]) if has_aux else (result, None)
     _check_array_output(out, "jacrev", fname)
     from transpiler.transforms.api import _finalize

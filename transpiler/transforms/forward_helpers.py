@@ -6,8 +6,11 @@ integer result, a value that does not depend on the differentiated inputs).
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
+
+from transpiler.transforms import partials
 
 
 def zeros_like_tree(value: Any) -> Any:
@@ -81,6 +84,10 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time;
     `fn_dot` is the tangent of a closure's closed-over values (see transforms/closures.py),
     `kwargs_dot` those of keyword arguments (a Python function's, or a closure's, only)."""
+    if fn is functools.partial or partials.is_partial(fn):  # (transforms/partials.py)
+        if fn is functools.partial:
+            return partials.make_jvp(primals, tangents, kwargs, kwargs_dot or {})
+        return partials.call_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot or {})
     kwargs_dot = {k: d for k, d in (kwargs_dot or {}).items() if d is not None}
     if kwargs_dot:
         return _keyword_jvp_call(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)

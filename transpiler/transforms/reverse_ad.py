@@ -39,6 +39,7 @@ from transpiler.transforms.ad_utils import (
     positional_params,
 )
 from transpiler.transforms.rename import SSA, assigned_names
+from transpiler.transforms.runtime_helpers import needs_primal
 from transpiler.transforms.reverse_loops import LoopAdjoints
 
 
@@ -169,6 +170,7 @@ class ReverseAD(LoopAdjoints):
             renamer = RenameModules(self.renamed)
             backward = [cast(cst.BaseStatement, stmt.visit(renamer)) for stmt in backward]
             result = cast(cst.BaseStatement, result.visit(renamer))
+        forward = self.functional_primals(forward)
         func = self.func.with_changes(
             name=cst.Name(f"vjp_{self.func.name.value}"),
             params=_with_out_bar(self.func.params, self.out_bar),
@@ -177,6 +179,34 @@ class ReverseAD(LoopAdjoints):
         origin = {new: self.location(new) for new in self.ssa.origin}
         origin.update(self.backward_origin)
         return Generated(func, self.extra, origin, self.out_bar, self.callees)
+
+    def functional_primals(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The forward pass with each call of a user's function that updates arrays in
+        place (``y[0] = v``, which Python cannot run on immutable arrays) made through
+        ``ad.primal(f)``: the function as the transforms rewrite it."""
+        namespace, gen = self.namespace, self
+
+        class Primals(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+                parts = cl.dotted(updated.func)
+                if not parts or parts[0] not in namespace or parts[0] in gen.local_names:
+                    return updated
+                try:
+                    callee = cl.resolve(parts, namespace)
+                except AttributeError:
+                    return updated
+                if not needs_primal(callee):
+                    return updated
+                return updated.with_changes(func=parse_template_expression(
+                    "ad.primal({f})", f=updated.func))
+
+            def on_leave(self, original: Any, updated: Any) -> Any:
+                result = super().on_leave(original, updated)
+                if result is not original and isinstance(original, cst.BaseStatement):
+                    gen.ssa.origin[result] = gen.ssa.origin.get(original, original)
+                return result
+
+        return [cast(cst.BaseStatement, stmt.visit(Primals())) for stmt in stmts]
 
     def bar_text(self, name: str) -> str:
         return self.bar(name) if name in self.has_bar and name in self.active else "None"

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import collections.abc
+import functools
+
 import numpy as np
 
 from transpiler.errors import TranspileError, user_location
+from transpiler.transforms import partials
 
 
 def add(a: Any, b: Any) -> Any:
@@ -65,6 +69,20 @@ def values_tangent(d: dict, d_dot: Any) -> Any:
 def without_item(g: Any, key: Any) -> Any:
     """The cotangent of `d` from ``with_item(d, key, v)``: `g` without `key`'s entry."""
     return None if g is None else {k: v for k, v in g.items() if k != key}
+
+
+def set_item_tangent(x: Any, x_dot: Any, key: Any, value_dot: Any) -> Any:
+    """The tangent of dict or list `x` after ``x[key] = value`` in place (the library's
+    code: forward mode follows the element set)."""
+    if isinstance(x, dict):
+        tangent = dict(x_dot) if isinstance(x_dot, dict) else {k: None for k in x}
+    elif isinstance(x, list):
+        tangent = list(x_dot) if isinstance(x_dot, list) else [None] * len(x)
+    else:
+        raise TranspileError(f"cannot differentiate setting an element of a "
+                             f"{type(x).__name__} in place in forward mode", user_location())
+    tangent[key] = value_dot
+    return tangent
 
 
 def with_item_tangent(d: Any, d_dot: Any, key: Any, value_dot: Any) -> Any:
@@ -144,7 +162,13 @@ def rows_bar(g: Any, x: Any) -> Any:
     from transpiler import numpy as jnp
     if all(r is None for r in g):
         return None
-    return jnp.stack([jnp.zeros_like(x[i]) if r is None else r for i, r in enumerate(g)])
+    rows = []
+    for i in range(len(g)):  # (a loop: forward mode differentiates it, for second order)
+        if g[i] is None:
+            rows.append(jnp.zeros_like(x[i]))
+        else:
+            rows.append(g[i])
+    return jnp.stack(rows)
 
 
 def basis_of(x: Any) -> Any:
@@ -260,6 +284,46 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
     return (one, None) if has_aux else one
 
 
+_IN_PLACE: dict[Any, bool] = {}
+
+
+def needs_primal(fn: Any) -> bool:
+    """Whether the user's function `fn` updates arrays in place (``y[0] = v``): Python
+    cannot run it as is on immutable arrays, so reverse mode's forward pass calls
+    ``primal(fn)`` instead (static: the answer depends on the source only)."""
+    import types
+    code = getattr(fn, "__code__", None)
+    if not isinstance(fn, types.FunctionType) or code is None:
+        return False
+    known = _IN_PLACE.get(code)
+    if known is None:
+        from transpiler.frontend import is_library, read_function
+        from transpiler.frontend.fence import updates_in_place
+        from transpiler.transforms.traced import readable
+        known = _IN_PLACE[code] = not is_library(fn) and readable(fn) and \
+            updates_in_place(read_function(fn)[0].func)
+    return known
+
+
+def primal(fn: Any) -> Any:
+    """`fn` as the transforms rewrite it (its in-place updates functional): its reverse-mode
+    code with nothing differentiated, which computes the value alone."""
+    from transpiler.transforms.api import for_jit, vjp_function
+    _, generated = vjp_function(fn, frozenset(), False)
+    return functools.partial(_value_of, for_jit(generated))
+
+
+def _value_of(generated: Any, *args: Any, **kwargs: Any) -> Any:
+    return generated(*args, **kwargs)[0]
+
+
+def sequence_derivative(d: Any, xs: Any) -> Any:
+    """Through ``_sequence(xs)`` (a lowered loop's iterable), the tangent of its result
+    from that of `xs`, or the cotangent of `xs` from that of its result: itself, but none
+    for a dict or set (its keys or elements)."""
+    return None if isinstance(xs, (dict, set, frozenset)) else d
+
+
 def unbound(obj: Any, name: str) -> Any:
     """The function behind ``obj.<name>(...)`` that takes `obj` first: a method written in a
     Python class (so ``m.loss(w)`` is differentiated as ``Model.loss(m, w)``)."""
@@ -270,6 +334,8 @@ def unbound(obj: Any, name: str) -> Any:
         type(obj), "methods_differentiable", False)  # (the library's methods have rules)
     if isinstance(attr, types.FunctionType) and not library:
         return attr
+    if isinstance(obj, (str, bytes, int)):  # ``k.startswith("w")`` on a dict's key: static
+        return getattr(type(obj), name)
     raise TranspileError(f"cannot differentiate the method `.{name}()` of a "
                          f"{type(obj).__name__}: it is not a function written in a Python "
                          "class", user_location(),
@@ -279,6 +345,10 @@ def unbound(obj: Any, name: str) -> Any:
 
 def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
+    if fn is functools.partial:  # making one, or calling one (transforms/partials.py)
+        return partials.make_vjp(args, kwargs, g)[0]
+    if partials.is_partial(fn):
+        return partials.call_vjp(fn, args, kwargs, g)[:-1]
     from transpiler.primitives.core import Primitive
     from transpiler.transforms.closures import closure_vjp, is_closure
     from transpiler.transforms.control_ad import VJP_RULES
@@ -322,6 +392,8 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
         return (*bars, fn_bar)
+    if partials.is_partial(fn):
+        return partials.call_vjp(fn, args, kwargs, g)
     if getattr(type(fn), "runtime_transform", False):  # vmap(closure)
         bars, fn_bar = fn.vjp(args, kwargs, g, with_closure=True)
         return (*bars, fn_bar)
@@ -339,11 +411,13 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
 def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """(positional cotangents, dict of keyword cotangents) of ``fn(*args, **kwargs)`` for a
     Python function known at run time whose keyword arguments are differentiated."""
+    if fn is functools.partial:  # partial(f, scale=s) (transforms/partials.py)
+        return partials.make_vjp(args, kwargs, g)
     from transpiler.transforms import traced
     from transpiler.transforms.api import _target, for_jit, vjp_function
     from transpiler.transforms.closures import is_closure
     from transpiler.transforms.signature import source_signature
-    differentiated = {k for k, v in kwargs.items() if _differentiable(v)}
+    differentiated = differentiated_keywords(kwargs)
     if g is None or not differentiated and not any(_differentiable(a) for a in args):
         return (None,) * len(args), {}
     target = _target(fn)
@@ -356,7 +430,7 @@ def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     params = source_signature(target).parameters
     positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY,
                                                              p.POSITIONAL_OR_KEYWORD)]
-    active = active_params(fn, [_differentiable(a) for a in args]) | differentiated
+    active = active_params(fn, [_differentiable(a) for a in args]) | set(differentiated)
     _, generated = vjp_function(fn, frozenset(active), False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
     result = for_jit(generated)(*args, **kwargs, **{keyword: g})
@@ -366,6 +440,11 @@ def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         if k in positional:
             kw_bars[k] = bars[positional.index(k)]
     return tuple(bars[:len(args)]), kw_bars
+
+
+def differentiated_keywords(kwargs: dict) -> list:
+    """The keywords whose values carry a derivative, in order (static)."""
+    return [k for k, v in kwargs.items() if _differentiable(v)]
 
 
 def keyword_bars(bars: dict, d: dict) -> Any:
@@ -433,6 +512,10 @@ def _differentiable(value: Any) -> bool:
                                                  else value))
     if isinstance(value, float):
         return True
+    if isinstance(value, collections.abc.Iterator):  # what it yields is unseen: the traced
+        return True                                  # fallback refuses it (transforms/traced.py)
+    if isinstance(value, functools.partial):  # its bound values' (transforms/partials.py)
+        return any(_differentiable(v) for v in (*value.args, *value.keywords.values()))
     from transpiler import dtypes
     dtype = getattr(value, "dtype", None)
     if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
@@ -448,7 +531,13 @@ ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's
 def with_element(args: tuple, x: Any) -> tuple:
     """`args` with the comprehension's element `x` in the ``ELEMENT`` slot (structural:
     vmap moves the companions the same way)."""
-    return tuple(x if a is ELEMENT else a for a in args)
+    out = []
+    for a in args:  # (a loop, not a comprehension: forward mode differentiates it too)
+        if a is ELEMENT:
+            out.append(x)
+        else:
+            out.append(a)
+    return tuple(out)
 
 
 def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = None) -> Any:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import collections.abc
 import logging
 import types
 from typing import Any, Callable, Optional
@@ -209,6 +210,12 @@ def trace(fn: Any, args: tuple, kwargs: dict, dims: Any = None) -> Traced:
     slots, inputs, stand_ins = [], [], []
     for i, leaf in enumerate(leaves):
         _refuse_closures(fn, leaf)
+        if isinstance(leaf, collections.abc.Iterator):
+            raise TranspileError(
+                f"cannot transform a call of {_name(fn)} on an iterator "
+                f"({type(leaf).__name__}): the values it yields, and their derivatives or "
+                "batch axes, are hidden from the transform", user_location(),
+                "iterate over a list or tuple instead (`list(...)`, or index it)")
         if _is_array(leaf):
             slots.append(i)
             inputs.append(leaf)

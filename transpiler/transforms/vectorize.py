@@ -81,6 +81,7 @@ class Vectorize:
         self.counter = 0
         self.last_comment: Optional[str] = None
         self.at_parts: dict[str, tuple[str, Optional[str], Optional[cst.Subscript]]] = {}
+        self.name_tuples: dict[str, list[str]] = {}  # t = ("a", "b") (ad.defined reads)
         self.closures: dict[cst.FunctionDef, list[str]] = {}
         self.closure_dims: dict[str, list[str]] = {}
         self.pending: list[cst.BaseStatement] = []  # after an unpacking: list elements' dims
@@ -172,6 +173,14 @@ class Vectorize:
                 continue
             op = self.op_of(assign)
             self.at_chain(assign, op)
+            strings = cl.string_tuple(assign.value)
+            if strings is not None and isinstance(assign.targets[0].target, cst.Name):
+                self.name_tuples[assign.targets[0].target.value] = strings
+            defined = cl.defined_names(op, self.name_tuples)
+            if defined is not None:  # ad.defined(locals(), names): batched as the names
+                if any(n in self.batched for n in defined):
+                    self.batched.update(assigned_names(assign.targets[0].target))
+                continue
             if op.kind == "compare" and _identity_test(assign.value):
                 continue
             if (any(n in self.batched for n in cl.names_in(assign.value)) or _always(op)) \
@@ -291,6 +300,12 @@ class Vectorize:
                 return [self.viewed(stmt)]  # assert/print/raise on a batched value
             return [stmt]
         targets = [n for t in assign.targets for n in assigned_names(t.target)]
+        op = self.op_of(assign)
+        defined = cl.defined_names(op, self.name_tuples)
+        if defined is not None and targets[0] in self.batched:  # the names' batch axes
+            dims = tuple(self.b(n) if n in self.batched else "" for n in defined)
+            scope = op.operands[0]
+            return [stmt, self.line(f"{self.b(targets[0])} = ad.defined({scope}, {dims!r})")]
         reads = [n for n in cl.names_in(assign.value) if n in self.batched]
         if not reads and not _always(self.op_of(assign)):
             if isinstance(assign.value, cst.List) and targets[0] in self.batched:

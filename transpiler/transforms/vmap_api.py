@@ -187,7 +187,19 @@ def _axis_leaves(axes: Any) -> list:
         return [leaf for a in axes for leaf in _axis_leaves(a)]
     if isinstance(axes, dict):
         return [leaf for a in axes.values() for leaf in _axis_leaves(a)]
+    node = _registered(axes)
+    if node is not None:  # a dataclass or registered pytree of axes
+        return [leaf for a in node for leaf in _axis_leaves(a)]
     return [axes]
+
+
+def _registered(axes: Any) -> Optional[list]:
+    """The children of `axes` when it is a registered pytree node (not a tuple, list or
+    dict), else None."""
+    if axes is None or isinstance(axes, (int, tuple, list, dict)):
+        return None
+    node = node_children(axes)
+    return None if node is None else node[0]
 
 
 def _arg_names(fun: Callable, count: int) -> list[str]:
@@ -240,6 +252,15 @@ def _expand(axes: Any, x: Any, where: str, sizes: list, fname: str) -> Any:
         sizes.append((where, axis, aval.shape[axis]))
         return axis
     kind = type(axes).__name__
+    children = _registered(axes)
+    if children is not None:  # in_axes=Affine(None, 0): x must be that node, child by child
+        x_node = node_children(x) if type(x) is type(axes) else None
+        if x_node is None or len(x_node[0]) != len(children):
+            raise TranspileError(f"vmap({fname}): in_axes for {where} is a {kind}, but {where} "
+                                 f"is a {type(x).__name__}", user_location(),
+                                 "in_axes must be a prefix of the arguments' structure")
+        return tuple(_expand(a, v, f"{where}.{i}", sizes, fname)
+                     for i, (a, v) in enumerate(zip(children, x_node[0])))
     if isinstance(axes, dict):
         if not isinstance(x, dict) or set(x) != set(axes):
             got = f"a dict with keys {sorted(x)}" if isinstance(x, dict) else \
