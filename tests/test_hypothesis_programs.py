@@ -9,6 +9,8 @@ Each program is checked:
 - ``jit(f)`` against eager ``f`` (values and dtypes);
 - ``jit(vmap(f, in_axes))`` against a Python loop of eager ``f`` over a batch of 3;
 - ``jit(grad(f))`` against eager ``grad(f)`` (in the long profile);
+- on smooth programs, eagerly in float64: ``jvp(grad(f))`` (a Hessian-vector product)
+  against central differences of ``grad(f)``, and ``vmap(grad(f))`` against a loop;
 - eager ``grad`` against float64 central finite differences, on programs without kinks
   (a traced ``if``/``while`` is piecewise smooth: a difference is only trusted when two
   step sizes agree, so a step that crosses a branch boundary is not a finding);
@@ -101,9 +103,13 @@ class JaxFailure(ProgramFailure):
     pass
 
 
+class SecondOrderFailure(ProgramFailure):
+    pass
+
+
 KINDS = {"eager": EagerFailure, "jit": JitFailure, "vmap": VmapFailure,
          "jit_grad": JitGradFailure, "finite_differences": FiniteDifferenceFailure,
-         "jax": JaxFailure}
+         "jax": JaxFailure, "second_order": SecondOrderFailure}
 
 # (Program.key, the kind checked or None for all) -> [(kind, detail)]: what each checked
 # program got wrong (empty: nothing).
@@ -332,6 +338,74 @@ def _check_finite_differences(program, fn) -> list[tuple[str, str]]:
         tp.config.enable_x64 = saved
 
 
+def _check_second_order(program, fn) -> list[tuple[str, str]]:
+    """Derivatives of derivatives, on smooth programs: the Hessian-vector product
+    ``jvp(grad(f))`` eagerly in float64 against central differences of ``grad(f)`` along
+    the same direction (two step sizes must agree, as above; not through lax control
+    flow, whose second order is a located error for now), and ``vmap(grad(f))`` against a
+    loop of ``grad(f)`` over the batch."""
+    if not program.smooth:
+        return []
+    failures = []
+    if not any(f.startswith("lax.") for f in program.features):
+        failures += _check_hessian_vector_product(program, fn)
+    if program.vmappable:
+        failures += _check_vmap_of_grad(program, fn)
+    return failures
+
+
+def _check_hessian_vector_product(program, fn) -> list[tuple[str, str]]:
+    args = tuple(a.astype(np.float64) for a in program.arguments())
+    nums = program.argnum_tuple
+    saved = tp.config.enable_x64
+    tp.config.enable_x64 = True
+    try:
+        g = tp.grad(fn, argnums=nums)
+        direction = tuple(np.cos(np.arange(a.size) + 1.0).reshape(a.shape) for a in args)
+
+        def grad_along(t: float) -> tuple:
+            moved = tuple(a + t * d if i in nums else a
+                          for i, (a, d) in enumerate(zip(args, direction)))
+            return tuple(np.asarray(v, np.float64) for v in g(*_arrays(moved)))
+
+        def differences(eps: float) -> tuple:
+            plus, minus = grad_along(eps), grad_along(-eps)
+            return tuple((p - m) / (2 * eps) for p, m in zip(plus, minus))
+        tangents = tuple(d if i in nums else np.zeros_like(d) for i, d in enumerate(direction))
+        try:
+            got = tp.jvp(g, _arrays(args), _arrays(tangents))[1]
+        except Exception as exc:
+            return [("second_order", f"eager jvp(grad(f)) in float64 {_error(exc)}")]
+        got = tuple(np.asarray(v, np.float64) for v in got)
+        want = differences(FD_EPS)
+        problem = _mismatch(got, want, rtol=1e-3, atol=1e-4)
+        if problem is None or _mismatch(differences(FD_EPS / 4), want, rtol=1e-3,
+                                        atol=1e-4) is not None:
+            return []
+        return [("second_order", f"eager jvp(grad(f)) in float64 {_show(got)}\n  ({problem})"
+                                 f"\ndifferences of grad(f) {_show(want)}")]
+    finally:
+        tp.config.enable_x64 = saved
+
+
+def _check_vmap_of_grad(program, fn) -> list[tuple[str, str]]:
+    nums = program.argnum_tuple
+    batched = program.batched_arguments(VMAP_SIZE)
+    try:
+        got = tp.vmap(tp.grad(fn, argnums=nums), in_axes=program.in_axes)(*_arrays(batched))
+    except Exception as exc:
+        return [("second_order", f"eager vmap(grad(f)) {_error(exc)}")]
+    loop = [tp.grad(fn, argnums=nums)(*_arrays(tuple(
+        a[i] if axis == 0 else a for a, axis in zip(batched, program.in_axes))))
+        for i in range(VMAP_SIZE)]
+    want = tuple(np.stack([np.asarray(member[k]) for member in loop]) for k in range(len(nums)))
+    problem = _mismatch(tuple(np.asarray(v) for v in got), want, rtol=1e-4, atol=1e-5)
+    if problem is None:
+        return []
+    return [("second_order", f"eager vmap(grad(f)) {_show(got)}\n  ({problem})\n"
+                             f"a loop of grad(f) {_show(want)}")]
+
+
 def check_new(programs: list[hp.Program], only: Optional[str] = None) -> None:
     """Runs the checks on `programs` (one module for all of them) into VERDICTS: every
     check, or, while hypothesis shrinks a failure, only the kind `only` that failed (the
@@ -355,6 +429,8 @@ def check_new(programs: list[hp.Program], only: Optional[str] = None) -> None:
             failures += _check_jit(p, eager[i], compiled[i], jax_fns[i])
         if only in (None, "finite_differences"):
             failures += _check_finite_differences(p, fn)
+        if only in (None, "second_order"):
+            failures += _check_second_order(p, fn)
         VERDICTS[p.key, only] = [f for f in failures if only is None or f[0] == only]
 
 

@@ -306,6 +306,30 @@ def test_second_derivatives_through_values_saved_on_some_paths(fn, x):
                                np.stack([np.asarray(g(b)) for b in batch]), rtol=1e-5, atol=1e-6)
 
 
+# --- found by the hypothesis programs' second-order checks (crashes, once) ----------------------
+
+def _mean_of_dict_values(x):
+    d = {"p": jnp.sin(x), "q": x}
+    return jnp.sum(sum(jnp.mean(v) for v in d.values()))
+
+
+def _scaled_sum(u, w, scale=1.0):
+    return u * scale + jnp.sin(w)
+
+
+def _partial_with_static_keyword(x):
+    g = functools.partial(_scaled_sum, scale=0.5)
+    return jnp.sum(g(x, x))
+
+
+@pytest.mark.parametrize("fn", [_mean_of_dict_values, _partial_with_static_keyword])
+def test_vmap_of_grad_against_a_loop(fn):
+    batch = np.stack([np.array([0.1, 0.2, 0.3], F32) * k for k in (1, -2, 3)])
+    np.testing.assert_allclose(np.asarray(tp.vmap(tp.grad(fn))(batch)),
+                               np.stack([np.asarray(tp.grad(fn)(b)) for b in batch]),
+                               rtol=1e-6)
+
+
 # --- introspection the transforms cannot follow --------------------------------------------
 
 def reads_eval(x):

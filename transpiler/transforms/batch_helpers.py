@@ -256,7 +256,15 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     f_dims, a_dims, k_dims, g_dims = dims
     a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
     k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
-    from transpiler.transforms import control_batch_ad
+    from transpiler.transforms import control_batch_ad, partials
+    if partials.is_partial(f):  # its function, on the bound arguments first
+        k = len(f.args)
+        bound_dims, keyword_dims = partials.pair(f, f_dims if isinstance(f_dims, tuple) else None)
+        full_args, full_kwargs = partials.bound(f, call_args, call_kwargs)
+        bars, bars_dims = _vjp_call(fn, (f.func, full_args, full_kwargs, g),
+                                    (None, (*bound_dims, *a_dims), {**keyword_dims, **k_dims},
+                                     g_dims), {}, {})
+        return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
     if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
         return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     if g is None or bt.batched(f_dims):
@@ -286,7 +294,10 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
 
 
 def _elements(x: Any, dims: Any) -> tuple[list, list]:
-    """The elements of a sequence and their companions."""
+    """The elements of a sequence and their companions (a dict's or set's: its keys,
+    which no batch axis reaches)."""
+    if isinstance(x, (dict, set, frozenset)):
+        return list(x), [None] * len(x)
     values, element_dims = bt.unpack(x, dims, len(bt.view(x, dims)))
     return list(values), list(element_dims)
 
