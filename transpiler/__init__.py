@@ -4,8 +4,8 @@
     import transpiler.numpy as jnp
 """
 
-from transpiler import dtypes, lax, nn, primitives, random, tree, tree_util  # noqa: F401
-from transpiler.array import Array, DeviceArray, ShapeDtypeStruct
+from transpiler import dtypes, example_libraries, lax, nn, primitives, random, tree, tree_util  # noqa: F401
+from transpiler.array import Array, DeviceArray, ShapeDtypeStruct, device_get, device_put
 from transpiler.config import config
 from transpiler.errors import TranspileError
 from transpiler.import_hook import install_import_hook
@@ -21,7 +21,7 @@ from runtime import Device, devices, local_device_count
 __version__ = "0.1.0"
 
 __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError", "config", "custom_jvp",
-           "custom_vjp", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
+           "custom_vjp", "device_get", "device_put", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
            "jacrev", "jit", "jvp", "linearize", "local_device_count", "pmap", "tree", "tree_util",
            "dtypes",
            "value_and_grad", "vjp", "vmap"]

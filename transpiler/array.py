@@ -156,3 +156,33 @@ class ShapeDtypeStruct:
 
     def __repr__(self) -> str:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def device_put(x: Any, device: Any = None) -> Any:
+    """``jax.device_put``: the arrays of pytree `x` copied into device memory, as
+    `DeviceArray`s on `device` (default: the default device). Values keep their dtype but
+    for the 64-bit ones JAX narrows without ``jax_enable_x64``; arrays already there are
+    returned as they are."""
+    from transpiler import dtypes, tree_util
+    target = runtime.default_device() if device is None else device
+    if not isinstance(target, runtime.Device):
+        from transpiler.errors import located
+        raise located(TypeError, f"device_put: expected a Device, got {type(target).__name__}",
+                      "shardings (jax.sharding) are not supported yet; pass a device from "
+                      "transpiler.devices(), or nothing for the default device")
+
+    def put(leaf: Any) -> Any:
+        if isinstance(leaf, DeviceArray) and leaf._device == target:
+            return leaf
+        host = np.asarray(leaf)
+        placed = target.put(host, dtype=dtypes.canonicalize(host.dtype))
+        return DeviceArray._wrap(placed._bv, target, placed.dtype, placed.shape)
+    return tree_util.tree_map(put, x)
+
+
+def device_get(x: Any) -> Any:
+    """``jax.device_get``: the arrays of pytree `x` as NumPy arrays on the host."""
+    from transpiler import tree_util
+    return tree_util.tree_map(
+        lambda leaf: np.asarray(leaf) if isinstance(leaf, (runtime.DeviceArray, Array))
+        else leaf, x)

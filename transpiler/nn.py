@@ -272,4 +272,8 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None, axis: int = -1) -> Any:
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "elu",
            "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_swish",
            "hard_silu", "gelu", "erf", "erf_inv", "logsumexp", "softmax", "log_softmax",
-           "standardize", "one_hot"]
+           "standardize", "one_hot", "initializers"]
+
+# ``jax.nn.initializers`` (imported last: transpiler.random, which it draws from, imports
+# this module's erf)
+from transpiler import initializers  # noqa: E402

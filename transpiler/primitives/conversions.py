@@ -26,6 +26,12 @@ def _convert_impl(x: np.ndarray, *, dtype: np.dtype, weak_type: bool = False) ->
 
 def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype,
                    weak_type: bool = False) -> Any:
+    source, target = np.dtype(ctx.avals_in[0].dtype), np.dtype(dtype)
+    if source.kind in "iu" and target.kind in "iu" and source != target and \
+            source.itemsize == target.itemsize:
+        # int32 <-> uint32 keeps the bits: a bitcast (IREE 3.13 miscompiles stablehlo.convert
+        # between them on a loop's counter: tensor.from_elements of mismatched types)
+        return ctx.op("stablehlo.bitcast_convert", [x])
     return ctx.convert(x, ctx.avals_in[0], dtype)
 
 

@@ -197,9 +197,9 @@ from transpiler.transforms.runtime_helpers import (  # noqa: E402,F401
     ELEMENT, SEED, SEED_IF_SCALAR, add, appended, appended_tangent, attribute_bar, attribute_tangent, basis_of,
     custom_vjp_bwd, defined, fail, finalize, forward_jacobian, items_bar, items_tangent, values_bar,
     values_tangent, with_item_tangent, without_item, set_item_tangent,
-    index_bar, is_scalar, item, map_bar, or_zeros, primal, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative, spread,
+    index_bar, is_scalar, item, map_bar, or_zeros, primal, repeat_bar, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative, spread,
     unbound,
-    vjp_call, vjp_call_closure, vjp_call_keywords, keyword_bars)
+    vjp_call, vjp_call_closure, vjp_call_closure_keywords, vjp_call_keywords, keyword_bars)
 from transpiler.transforms.tangent_helpers import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.closures import (  # noqa: E402,F401  (a closure's derivative)
     free_bars, free_params_tangent, free_values, free_values_tangent)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Optional
 
 import libcst as cst
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
@@ -81,6 +81,10 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
                 "ad.attribute_bar({o}, {n}, {g})", o=obj, n=cst.SimpleString(repr(op.attr)),
                 g=bar))
         return call_rule(gen, stmt, _jnp(fn_name), [cst.Arg(value.value)], t)  # type: ignore
+    if op.kind == "binop" and op.callee in ("add", "multiply"):
+        rule = sequence_binop_rule(gen, op.callee, value.left, value.right, bar)  # type: ignore
+        if rule is not None:
+            return rule
     if op.kind in ("binop", "unary"):
         args = [value.left, value.right] if op.kind == "binop" else [value.expression]  # type: ignore
         return call_rule(gen, stmt, _jnp(op.callee), [cst.Arg(a) for a in args], t)
@@ -90,6 +94,39 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
         return comprehension_rule(gen, stmt, value, t)
     raise gen.error(stmt, "cannot differentiate this statement",
                     "rewrite it with transpiler.numpy functions")
+
+
+def _is_sequence(gen: Any, node: cst.BaseExpression) -> bool:
+    """Whether `node` is a tuple or list the function builds (a display, a comprehension,
+    ``list(...)``/``tuple(...)``): ``+`` and ``*`` on it concatenate and repeat."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return True
+    assign = gen.definitions.get(node.value) if isinstance(node, cst.Name) else None
+    value = assign.value if assign is not None else None
+    return isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        and value.func.value in ("list", "tuple"))
+
+
+def sequence_binop_rule(gen: Any, callee: str, left: cst.BaseExpression,
+                        right: cst.BaseExpression, bar: cst.Name) -> Optional[list]:
+    """``xs + ys`` (concatenation) and ``xs * n`` (repetition) of tuples and lists: the
+    cotangent splits back into the operands' places, or sums over the copies. None when
+    neither operand is a sequence the function builds (arithmetic then)."""
+    if not (_is_sequence(gen, left) or _is_sequence(gen, right)):
+        return None
+    out: list[cst.BaseStatement] = []
+    if callee == "add":
+        for node, part in ((left, "slice(None, len({a}))"), (right, "slice(len({a}), None)")):
+            if isinstance(node, cst.Name) and _active_name(gen, node):
+                out += gen.accumulate(node.value, parse_template_expression(
+                    "ad.item({g}, " + part + ")", g=bar, a=left))
+        return out
+    seq, count = (left, right) if _is_sequence(gen, left) else (right, left)
+    if isinstance(seq, cst.Name) and _active_name(gen, seq):
+        out += gen.accumulate(seq.value, parse_template_expression(
+            "ad.repeat_bar({g}, len({xs}))", g=bar, xs=seq))
+    return out
 
 
 # A dict's views: their cotangents and tangents are the entries' (runtime_helpers.py)
@@ -378,15 +415,20 @@ def _runtime_helper_call(gen: Any, helper: str, call: cst.Call, positional: list
 
 
 def keyword_runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list,
-                         t: str) -> list[cst.BaseStatement]:
+                         t: str, closure: str = "") -> list[cst.BaseStatement]:
     """`runtime_rule` for a call with differentiated keyword arguments:
-    ``ad.vjp_call_keywords`` returns the positional cotangents and a dict of the keywords'."""
+    ``ad.vjp_call_keywords`` returns the positional cotangents and a dict of the keywords'.
+    For a local function value `closure` that carries derivatives (its closure, or what a
+    partial binds), ``ad.vjp_call_closure_keywords`` returns its cotangent third."""
     positional = [a for a in args if a.keyword is None and a.star != "**"]
     if any(a.star == "*" for a in positional[:-1]):
         raise gen.error(stmt, "a *-argument before others together with differentiated "
                         "keyword arguments in a call of a function known only at run time is "
                         "not supported", "pass the arguments one by one")
-    temp, out = _runtime_helper_call(gen, "vjp_call_keywords", call, positional, args, t)
+    helper = "vjp_call_closure_keywords" if closure else "vjp_call_keywords"
+    temp, out = _runtime_helper_call(gen, helper, call, positional, args, t)
+    if closure:
+        out += gen.accumulate(closure, parse_template_expression(f"{temp}[2]"))
     for i, a in enumerate(positional):
         name = _active_name(gen, a.value)
         if name:  # (`*xs` last: the cotangents of the rest)
@@ -409,10 +451,8 @@ def local_rule(gen: Any, stmt: cst.BaseStatement, callee: str, call: cst.Call, a
     of its closure, which flows back into `f` (and from there into the closed-over values)."""
     if callee not in gen.active:
         return runtime_rule(gen, stmt, call, args, t)
-    if any(a.star or a.keyword is not None for a in args):
-        raise gen.error(stmt, "keyword or star-arguments in a call of a local function that "
-                        "closes over differentiated values are not supported yet",
-                        "pass the arguments positionally, one by one")
+    if any(a.star or a.keyword is not None for a in args):  # f(x, *rest, rng=k, **options)
+        return keyword_runtime_rule(gen, stmt, call, args, t, closure=callee)
     slots = [(_active_name(gen, a.value), i) for i, a in enumerate(args)]
     return runtime_rule(gen, stmt, call, args, t, "vjp_call_closure",
                         [*slots, (callee, len(args))])

@@ -16,14 +16,14 @@ from transpiler.transforms import partials
 
 def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
              fn_dims: Any) -> tuple[Any, Any]:
+    if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
+        return _sequence_op(fn)(args, dims)  # `xs + ys`, `xs * n` on Python sequences
     if isinstance(fn, Primitive):
         return bt.primitive_call(fn, args, dims, kwargs, kwdims)
     if fn is functools.partial:  # making or calling one (transforms/partials.py)
         return partials.make_batched(args, dims, kwargs, kwdims)
     if partials.is_partial(fn):
         return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
-    if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
-        return _sequence_op(fn)(args, dims)
     from transpiler.transforms.vmap_api import Vmapped, nested_call
     if isinstance(fn, Vmapped):
         return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)

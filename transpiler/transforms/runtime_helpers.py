@@ -71,6 +71,20 @@ def without_item(g: Any, key: Any) -> Any:
     return None if g is None else {k: v for k, v in g.items() if k != key}
 
 
+def repeat_bar(g: Any, size: int) -> Any:
+    """The cotangent of a tuple or list `xs` of `size` elements from that of ``xs * n``:
+    each element's, summed over the copies."""
+    if g is None:
+        return None
+    out = []
+    for i in range(size):
+        total = None
+        for k in range(i, len(g), size):
+            total = add(total, g[k])
+        out.append(total)
+    return type(g)(out) if isinstance(g, (tuple, list)) else out
+
+
 def set_item_tangent(x: Any, x_dot: Any, key: Any, value_dot: Any) -> Any:
     """The tangent of dict or list `x` after ``x[key] = value`` in place (the library's
     code: forward mode follows the element set)."""
@@ -440,6 +454,25 @@ def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         if k in positional:
             kw_bars[k] = bars[positional.index(k)]
     return tuple(bars[:len(args)]), kw_bars
+
+
+def vjp_call_closure_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """(positional cotangents, dict of keyword cotangents, cotangent of `fn`) of
+    ``fn(*args, **kwargs)`` for a local function value that carries derivatives (a closure,
+    a partial): `vjp_call_keywords` and `vjp_call_closure` in one."""
+    from transpiler.transforms.closures import is_closure
+    if not is_closure(fn) and not partials.is_partial(fn) and \
+            not getattr(type(fn), "runtime_transform", False):
+        bars, keyword_bars = vjp_call_keywords(fn, args, kwargs, g)
+        return bars, keyword_bars, None
+    carried = differentiated_keywords(kwargs)
+    if carried and g is not None:
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(carried)}) of a call of a function that closes "
+                             "over differentiated values", user_location(),
+                             "pass the differentiated values positionally")
+    result = vjp_call_closure(fn, args, kwargs, g)
+    return tuple(result[:-1]), {}, result[-1]
 
 
 def differentiated_keywords(kwargs: dict) -> list:
