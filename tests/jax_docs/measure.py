@@ -53,12 +53,15 @@ CACHE = os.path.join(os.environ.get("TRANSPILER_CACHE_DIR",
 # They count as matching when both backends run them without error.
 EXCLUDED = {
     ("random-numbers.md", 0): "seeds NumPy from the clock / prints a random draw",
+    ("101/pytrees.md", 9): "trains on unseeded np.random.normal data (cell 6 too): the loss "
+                           "differs from run to run, in JAX as here",
 }
 # Cells compared with a loose tolerance: (page path suffix, cell index) -> (rtol, reason).
 LOOSE = {
     ("automatic-differentiation.md", 9): (1e-2, "float32 finite differences with eps=1e-4 amplify 1-ulp differences of the loss 1e4 times"),
     ("autodiff_cookbook.md", 7): (1e-2, "float32 finite differences with eps=1e-4 amplify 1-ulp differences of the loss 1e4 times"),
     ("101/transformations.md", 7): (1e-2, "float32 finite differences with eps=1e-4 amplify 1-ulp differences of the loss 1e4 times"),
+    ("thinking_in_jax.md", 19): (1e-2, "float32 finite differences with eps=1e-3 amplify 1-ulp differences of the sum 1e3 times"),
 }
 # Text patterns that mark output as nondeterministic (timings): such cells are compared
 # on "ran without error" only.
