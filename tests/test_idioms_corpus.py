@@ -333,6 +333,17 @@ def want_leaves(tree):
     return [tree]
 
 
+def check_gradient(grads, args, name, kind, jax_side):
+    """A gradient (eager or jitted) against the float64 oracle and against JAX's."""
+    check_like_inputs(grads, args)
+    assert_close(flat_leaves(grads), oracle(name, "gradient")[0])
+    if jax_side is not None:
+        _, jargs = jax_inputs(jax_side, name, kind)
+        argnums = tuple(range(len(args)))
+        fn = jax_side.jax.grad(jax_program(jax_side, name), argnums=argnums)
+        check_against_jax(grads, jax_answer(jax_side, "grad", name, kind, fn, jargs))
+
+
 # --- eager transforms, every kind of input -----------------------------------------------
 
 @pytest.mark.parametrize("name,kind", list(cases("grad")))
@@ -341,12 +352,7 @@ def test_grad(name, kind, jax_side):
     check_kinds(args, kind)
     argnums = tuple(range(len(args)))
     grads = tp.grad(BY_NAME[name].fn, argnums=argnums)(*args)
-    check_like_inputs(grads, args)
-    assert_close(flat_leaves(grads), oracle(name, "gradient")[0])
-    if jax_side is not None:
-        _, jargs = jax_inputs(jax_side, name, kind)
-        fn = jax_side.jax.grad(jax_program(jax_side, name), argnums=argnums)
-        check_against_jax(grads, jax_answer(jax_side, "grad", name, kind, fn, jargs))
+    check_gradient(grads, args, name, kind, jax_side)
 
 
 @pytest.mark.parametrize("name,kind", list(cases("jvp")))
@@ -472,9 +478,4 @@ def test_jit_grad(name, kind, jax_side):
         check_jit_refuses(name, tp.jit(tp.grad(BY_NAME[name].fn, argnums=argnums)), args)
         return
     grads = tp.jit(tp.grad(BY_NAME[name].fn, argnums=argnums))(*args)
-    check_like_inputs(grads, args)
-    assert_close(flat_leaves(grads), oracle(name, "gradient")[0])
-    if jax_side is not None:
-        _, jargs = jax_inputs(jax_side, name, kind)
-        fn = jax_side.jax.grad(jax_program(jax_side, name), argnums=argnums)
-        check_against_jax(grads, jax_answer(jax_side, "grad", name, kind, fn, jargs))
+    check_gradient(grads, args, name, kind, jax_side)

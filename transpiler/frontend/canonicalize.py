@@ -270,19 +270,14 @@ def _sequence_names(func: cst.FunctionDef) -> set[str]:
     (parameters, loop targets and the rest may be dicts or sets)."""
     made: set[str] = set()
     other: set[str] = set()
-    for node in m.findall(func, m.Assign() | m.AugAssign() | m.AnnAssign() | m.For()
-                          | m.CompFor() | m.Param() | m.WithItem() | m.NamedExpr()):
-        if isinstance(node, cst.Assign) and all(isinstance(t.target, cst.Name)
-                                                for t in node.targets):
-            (made if m.matches(node.value, _SEQUENCE) else other).update(
-                t.target.value for t in node.targets)  # type: ignore[attr-defined]
-            continue
-        target = getattr(node, "target", None) or getattr(node, "name", None) or \
-            getattr(node, "asname", None)
-        for t in node.targets if isinstance(node, cst.Assign) else [target]:
-            t = getattr(t, "target", t)
-            if t is not None:
-                other.update(n.value for n in m.findall(t, m.Name()))  # type: ignore[attr-defined]
+    for node in m.findall(func, m.Assign()):
+        plain = all(isinstance(t.target, cst.Name) for t in node.targets)  # type: ignore[attr-defined]
+        making = plain and m.matches(node.value, _SEQUENCE)  # type: ignore[attr-defined]
+        (made if making else other).update(_assigned_names(node))
+    for node in m.findall(func, m.Param() | m.AsName() | m.For() | m.CompFor() | m.AugAssign()
+                          | m.AnnAssign() | m.NamedExpr()):
+        target = node.name if isinstance(node, (cst.Param, cst.AsName)) else node.target  # type: ignore[attr-defined]
+        other.update(n.value for n in m.findall(target, m.Name()))  # type: ignore[attr-defined]
     return made - other
 
 

@@ -118,6 +118,7 @@ def _pattern(kind: type) -> Callable[..., NodePattern]:
 # The node types the frontend matches on (add one here to match on it).
 AnnAssign = _pattern(cst.AnnAssign)
 Arg = _pattern(cst.Arg)
+AsName = _pattern(cst.AsName)
 Assign = _pattern(cst.Assign)
 AssignTarget = _pattern(cst.AssignTarget)
 Attribute = _pattern(cst.Attribute)
@@ -154,4 +155,3 @@ SubtractAssign = _pattern(cst.SubtractAssign)
 Tuple = _pattern(cst.Tuple)
 UnaryOperation = _pattern(cst.UnaryOperation)
 While = _pattern(cst.While)
-WithItem = _pattern(cst.WithItem)

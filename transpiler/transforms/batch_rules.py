@@ -147,10 +147,8 @@ def _special(fn: Any) -> Any:
 def _container(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``tuple(x)`` / ``list(x)``: a container keeps its elements' companions; an array is
     iterated along its first member axis; a dict gives its keys."""
-    (x,), (d,) = args, dims
-    if isinstance(x, (dict, set, frozenset)):  # its keys, elements: static
-        return fn(x), fn([None] * len(x))
-    values, element_dims = bt.unpack(x, d, len(bt.view(x, d)))
+    from transpiler.transforms.batch_helpers import _elements
+    values, element_dims = _elements(args[0], dims[0])
     return fn(values), fn(element_dims)
 
 

@@ -26,6 +26,7 @@ from transpiler.errors import TranspileError
 from transpiler.primitives.core import Primitive
 from transpiler.rewritten import sequence
 from transpiler.transforms import classify as cl
+from transpiler.transforms import helper_tangents
 from transpiler.transforms.ad_utils import (
     TIGHT_EQUAL,
     callee_name,
@@ -219,7 +220,7 @@ class ForwardAD:
             strings = cl.string_tuple(assign.value)
             if isinstance(target, cst.Name) and strings is not None:
                 self.name_tuples[target.value] = strings
-            defined = self.defined_names(op)
+            defined = cl.defined_names(op, self.name_tuples)
             if defined is not None:  # ad.defined(locals(), names): active through the names
                 if any(n in self.active for n in defined):
                     self.active.update(assigned_names(target))
@@ -238,9 +239,6 @@ class ForwardAD:
                     self.active.update(assigned_names(t.target))
             elif any(n in self.active for n in reads) and self.user_code and _drops(op):
                 raise dropped_derivative(self, stmt)
-
-    def defined_names(self, op: cl.Op) -> Optional[list[str]]:
-        return cl.defined_names(op, self.name_tuples)
 
     def static_comprehension(self, value: cst.BaseExpression) -> bool:
         return cl.static_comprehension(value, self.namespace, self.local_names)
@@ -276,7 +274,7 @@ class ForwardAD:
                         useful.update((e, source))
                 continue
             op = self.op_of(assign)
-            defined = self.defined_names(op)
+            defined = cl.defined_names(op, self.name_tuples)
             if defined is not None:
                 if any(n in useful for n in targets):
                     useful.update(defined)
@@ -403,7 +401,7 @@ class ForwardAD:
                 f"{spec})")]
         t = target.value  # type: ignore[attr-defined]
         op = self.op_of(assign)
-        defined = self.defined_names(op)
+        defined = cl.defined_names(op, self.name_tuples)
         if defined is not None:  # the tangents of the names, where they were assigned
             dots = tuple(self.dot(n) if n in self.active else "" for n in defined)
             return [stmt, self.line(f"{self.dot(t)} = ad.defined({op.operands[0]}, {dots!r})")]
@@ -517,31 +515,11 @@ class ForwardAD:
                 return [stmt, self.line(f"{self.dot(t)} = ad.sequence_derivative("
                                         f"{self.tangent(args[0].value)}, {args[0].value.value})")]
             return [stmt, self.line(f"{self.dot(t)} = {self.tangent(args[0].value)}")]
-        if kind.startswith("cotangent_"):
-            return [stmt, self.helper_tangent(kind, t, args)]
-        if kind.startswith("partial_"):  # a partial's derivative (transforms/partials.py)
+        rule = helper_tangents.RULES.get(kind)
+        if rule is not None:  # a run-time helper of generated code: linear in its derivatives
             texts = [_text(a.value) for a in args]
             dots = [self.tangent(a.value) for a in args]
-            if kind == "partial_bound":
-                line = f"ad.partial_bound_tangent({texts[0]}, {dots[0]}, {dots[1]}, {dots[2]}, " \
-                    f"{texts[1]})"
-            elif kind == "partial_make_vjp":  # make_vjp(args, kwargs, g): linear in g
-                line = f"ad.partial_make_vjp({texts[0]}, {texts[1]}, {dots[2]})"
-            elif kind == "partial_pair":
-                line = f"ad.partial_pair({texts[0]}, {dots[1]})"
-            else:  # own_bars(fn, bars, keyword_bars): linear in the bars
-                line = f"ad.partial_own_bars({texts[0]}, {dots[1]}, {dots[2]} or {{}})"
-            return [stmt, self.line(f"{self.dot(t)} = {line}")]
-        if kind.startswith("closure_"):  # a closure's derivative (transforms/closures.py)
-            texts = [_text(a.value) for a in args]
-            dots = [self.tangent(a.value) for a in args]
-            if kind == "closure_free_params":
-                line = f"ad.free_params_tangent({t}, {dots[0]})"
-            elif kind == "closure_free_values":
-                line = f"ad.free_values_tangent({dots[0]}, {dots[1]}, {texts[0]}, {texts[1]})"
-            else:  # free_bars(free, bars, active): linear in bars
-                line = f"ad.free_bars({texts[0]}, {dots[1]}, {texts[2]})"
-            return [stmt, self.line(f"{self.dot(t)} = {line}")]
+            return [stmt, self.line(f"{self.dot(t)} = {rule(t, texts, dots)}")]
         if kind == "jitted":
             return self.call(stmt, t, op.callee._fun, args)
         if kind == "custom_jvp":
@@ -728,32 +706,6 @@ class ForwardAD:
             if v_dot:
                 rule += f" + ad.at(ad.zeros_like_tree({x}))[{index}].add({x}[{index}] * {v_dot})"
         return [stmt, self.line(f"{self.dot(t)} = ad.tangent_like({rule}, {t})")]
-
-    def helper_tangent(self, kind: str, t: str, args: list[cst.Arg]) -> cst.BaseStatement:
-        """The linear helpers of generated reverse-mode code, in forward mode."""
-        texts = [_text(a.value) for a in args]
-        dots = [self.tangent(a.value) for a in args]
-        if kind == "cotangent_add":
-            return self.line(f"{self.dot(t)} = ad.add({dots[0]}, {dots[1]})")
-        if kind == "cotangent_item":
-            return self.line(f"{self.dot(t)} = ad.item({dots[0]}, {texts[1]})")
-        if kind == "cotangent_appended":
-            return self.line(f"{self.dot(t)} = ad.appended_tangent({texts[0]}, {dots[0]}, "
-                             f"{dots[1]})")
-        if kind == "cotangent_with_item":
-            return self.line(f"{self.dot(t)} = ad.with_item_tangent({texts[0]}, {dots[0]}, "
-                             f"{texts[1]}, {dots[2]})")
-        if kind == "cotangent_attribute_bar":
-            return self.line(f"{self.dot(t)} = ad.attribute_bar({texts[0]}, {texts[1]}, "
-                             f"{dots[2]})")
-        if kind in ("cotangent_items_bar", "cotangent_values_bar"):  # linear in the second
-            return self.line(f"{self.dot(t)} = ad.{kind[len('cotangent_'):]}({texts[0]}, "
-                             f"{dots[1]})")
-        if kind == "cotangent_without_item":
-            return self.line(f"{self.dot(t)} = ad.without_item({dots[0]}, {texts[1]})")
-        if kind == "cotangent_attribute_tangent":
-            return self.line(f"{self.dot(t)} = ad.attribute_tangent({dots[0]}, {texts[1]})")
-        return self.line(f"{self.dot(t)} = ad.index_bar({texts[0]}, {texts[1]}, {dots[2]})")
 
 
 def _item_set(assign: cst.Assign) -> Optional[tuple[str, str, str]]:

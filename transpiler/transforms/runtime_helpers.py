@@ -89,12 +89,11 @@ def set_item_tangent(x: Any, x_dot: Any, key: Any, value_dot: Any) -> Any:
     """The tangent of dict or list `x` after ``x[key] = value`` in place (the library's
     code: forward mode follows the element set)."""
     if isinstance(x, dict):
-        tangent = dict(x_dot) if isinstance(x_dot, dict) else {k: None for k in x}
-    elif isinstance(x, list):
-        tangent = list(x_dot) if isinstance(x_dot, list) else [None] * len(x)
-    else:
+        return with_item_tangent(x, x_dot, key, value_dot)
+    if not isinstance(x, list):
         raise TranspileError(f"cannot differentiate setting an element of a "
                              f"{type(x).__name__} in place in forward mode", user_location())
+    tangent = list(x_dot) if isinstance(x_dot, list) else [None] * len(x)
     tangent[key] = value_dot
     return tangent
 
