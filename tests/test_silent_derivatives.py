@@ -248,6 +248,15 @@ def test_iterator_builtins_keep_derivatives(fn):
                                [fn([b[0] for b in batch]), fn([b[1] for b in batch])], rtol=1e-5)
 
 
+def _own_zip(xs, zip=lambda a, b: [(a[0] * 2.0, b[0])]):
+    pairs = zip(xs, xs)          # the function's own `zip`, not the builtin's stand-in
+    return pairs[0][0] * pairs[0][1]
+
+
+def test_a_local_name_shadowing_a_builtin_is_called():
+    assert float(tp.grad(_own_zip)([F32(3.0)])[0]) == 12.0
+
+
 def test_loops_over_dicts_iterate_their_keys():
     d = {0: F32(1.0), 1: F32(2.0)}
     grads = tp.grad(_loop_over_int_keys)(d)

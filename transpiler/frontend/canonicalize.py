@@ -103,6 +103,11 @@ class GeneratorsToLists(LocatedTransformer):
     one-pass iterator whose elements no transform could see, flow on. (``zip`` and
     ``enumerate`` as a ``for`` loop's own iterable stay: lower-for-loops indexes them.)"""
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not hasattr(self, "_local"):  # the function itself: names it binds are its own
+            self._local = _assigned_names(node) | {
+                p.name.value for p in m.findall(node.params, m.Param())}  # type: ignore[attr-defined]
+
     def visit_For(self, node: cst.For) -> None:
         self._index(node.iter)
 
@@ -127,8 +132,8 @@ class GeneratorsToLists(LocatedTransformer):
                 not any(a.star or a.keyword for a in updated.args):
             return parse_template_expression("list({e})", e=updated)  # (see the docstring)
         listed = updated.func.value if isinstance(updated.func, cst.Name) else None
-        if listed in LISTED_NAMES and not (listed in ("zip", "enumerate") and
-                                           original in getattr(self, "_indexed", ())):
+        if listed in LISTED_NAMES and listed not in getattr(self, "_local", ()) and not (
+                listed in ("zip", "enumerate") and original in getattr(self, "_indexed", ())):
             return updated.with_changes(func=cst.Name(LISTED_NAMES[listed]))
         if m.matches(updated.func, m.Name("next")) and updated.args and \
                 isinstance(original.args[0].value, cst.GeneratorExp):
