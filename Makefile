@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # Tests share one compile cache per run (many tests compile the same modules).
 TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: demo test fuzz bench derivatives install clean
+.PHONY: demo test lint fuzz bench derivatives install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	TRANSPILER_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -n 2 -q tests
+
+# Static checks: ruff (pyflakes and pycodestyle) on everything, mypy on the package
+# (configured in pyproject.toml); CI runs it before `make test`.
+LINT_STAMP := $(VENV)/.installed-lint
+
+$(LINT_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS),lint]"
+	touch $(LINT_STAMP)
+
+lint: $(LINT_STAMP)
+	$(PY) -m ruff check transpiler runtime tests examples
+	$(PY) -m mypy
 
 # The differential tests (tests/test_differential.py: random programs, eager against IREE
 # under jit, grad, vmap and jvp, and against JAX; tests/test_hypothesis_programs.py:

@@ -1,6 +1,7 @@
-"""The ``transpiler`` command. ``run`` lives here, on the runtime alone (a deployed model
-needs no compiler: this module imports neither ``transpiler`` nor ``iree.compiler``);
-``show``, ``build`` and ``cache`` are handed to `transpiler.cli`, which compiles."""
+"""``run``: a function built by ``transpiler build``, on the runtime alone. A deployed model
+needs no compiler: this module imports neither ``transpiler`` nor ``iree.compiler``
+(``python -m runtime run ...``); the ``transpiler`` command (transpiler/cli) adds this
+subcommand next to ``show``, ``build`` and ``cache``."""
 
 from __future__ import annotations
 
@@ -24,15 +25,17 @@ class CliError(Exception):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    if not argv or argv[0] in ("-h", "--help"):
-        parser.print_help()
-        return 0
-    if argv[0] != "run":  # show / build / cache: the compiler's side
-        from transpiler.cli import main as compiler_main
-        return compiler_main(argv)
-    args = parser.parse_args(argv)
+    """``python -m runtime run BUILD NAME ...``: the runtime-only command (the ``transpiler``
+    command, transpiler/cli, offers the same ``run`` next to ``show``/``build``/``cache``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime", description="Run a function built by `transpiler build` "
+        "with the IREE runtime alone (no compiler needed).")
+    add_run_parser(parser.add_subparsers(dest="command", metavar="{run}", required=True))
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
     try:
         return run(args)
     except CliError as err:
@@ -40,17 +43,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="transpiler", description="JAX's transformations as a source-to-source compiler: "
-        "show generated code, build artifacts ahead of time, run them with the runtime alone.")
-    sub = parser.add_subparsers(dest="command", metavar="{show,build,run,cache}")
-    sub.add_parser("show", help="print a function's generated Python or MLIR "
-                   "(transpiler show --help)", add_help=False)
-    sub.add_parser("build", help="build a file's functions ahead of time "
-                   "(transpiler build --help)", add_help=False)
-    sub.add_parser("cache", help="inspect or clear the caches (transpiler cache --help)",
-                   add_help=False)
+def add_run_parser(sub: Any) -> None:
+    """The ``run`` subcommand's arguments, on `sub` (an argparse subparsers object)."""
     run_p = sub.add_parser("run", help="run a built function with the runtime alone")
     run_p.add_argument("build_dir", help="a folder written by `transpiler build`")
     run_p.add_argument("name", help="the function to run")
@@ -61,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--output", metavar="DIR", default=".",
                        help="where to write <name>.out.npy (default: here)")
     run_p.add_argument("--print", action="store_true", help="print the outputs instead")
-    return parser
+    run_p.set_defaults(handler=run_command)
 
 
 def read_manifest(build_dir: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Python ``if``/``while``/``for`` on traced values under jit (transforms/autograph.py).
+"""Python ``if``/``while``/``for`` on traced values under jit (transforms/autograph/convert.py).
 
 Each program is checked three ways: plain Python on NumPy (the oracle), the converted
 function run eagerly (it must be the same function), and under ``jit``.
@@ -17,7 +17,7 @@ import pytest
 import transpiler as jax
 import transpiler.numpy as jnp
 from transpiler import TranspileError
-from transpiler.transforms.autograph_runtime import convert
+from transpiler.transforms.autograph.runtime import convert
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

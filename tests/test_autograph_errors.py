@@ -1,4 +1,4 @@
-"""Errors of the control-flow conversion (transforms/autograph.py): each names the
+"""Errors of the control-flow conversion (transforms/autograph/convert.py): each names the
 variable, the construct and both of the user's lines."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import transpiler as jax
 import transpiler.numpy as jnp
 from transpiler import TranspileError
 from transpiler.errors import TracerError
-from transpiler.transforms.autograph_runtime import convert
+from transpiler.transforms.autograph.runtime import convert
 from tests.test_autograph import f32, line_of as shared_line_of
 
 

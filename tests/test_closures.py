@@ -1,4 +1,4 @@
-"""Nested functions and lambdas inside differentiated code (transforms/closures.py): their
+"""Nested functions and lambdas inside differentiated code (transforms/common/closures.py): their
 closed-over values get derivatives, in reverse and forward mode, checked against finite
 differences; Python's late binding is honoured or reported."""
 
@@ -87,7 +87,7 @@ def test_reverse_mode_reports_a_closure_called_after_its_variable_changed():
 
 
 def test_a_lambda_created_on_every_call_is_transformed_once():
-    from transpiler.transforms import closures
+    from transpiler.transforms.common import closures
     grad = tp.grad(lambda_in_a_loop)
     grad(jnp.asarray(X))
     before = len(closures._GENERATED)

@@ -242,7 +242,8 @@ def test_reverse_mode_of_fori_loop_with_traced_bounds_is_an_error():
 
 
 def test_every_control_flow_function_has_its_derivative_rules_and_a_batching_slot():
-    from transpiler.transforms import classify, control_ad
+    from transpiler.transforms.common import classify
+    from transpiler.transforms.ad import control as control_ad
     for name in classify._CONTROL_FLOW:
         fn = getattr(lax, name)
         assert classify.callee_kind(fn) == "control"

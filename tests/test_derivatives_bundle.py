@@ -1,4 +1,4 @@
-"""The library's shipped derivative code (``transpiler/transforms/derivatives``)."""
+"""The library's shipped derivative code (``transpiler/data/derivatives``)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_bundle_is_what_the_transforms_generate():
 LOAD_MEAN = """
 import sys
 import transpiler.numpy as jnp
-from transpiler.transforms.api import vjp_function
+from transpiler.transforms.reverse.api import vjp_function
 name, f = vjp_function(jnp.mean, frozenset({"a"}))  # `a` differentiated
 print(name, "libcst" in sys.modules, "<transpiler>" not in f.source, f.source_path)
 """

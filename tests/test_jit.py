@@ -41,7 +41,8 @@ def test_specializes_on_shape_dtype_weak_type_and_caches():
         return x * 2
 
     g = jax.jit(f)
-    g(np.ones(3, np.float32)); g(np.ones(3, np.float32))
+    g(np.ones(3, np.float32))
+    g(np.ones(3, np.float32))
     assert len(traces) == 1
     g(np.ones(4, np.float32))
     assert len(traces) == 2

@@ -30,9 +30,11 @@ from tests.test_vjp_rules import (EXTRA, RECORDED, _as_float64, _is_float, _jax_
 from transpiler import dtypes
 from transpiler.config import config
 from transpiler.primitives import REGISTRY
-from transpiler.transforms import adjoint_helpers, tangent_helpers
-from transpiler.transforms.jvp_templates import JVPTemplate, jvp_template
-from transpiler.transforms.templates import TemplateError
+from transpiler.transforms import ad as adjoint_helpers
+from transpiler.transforms.ad import tangents as tangent_helpers
+from transpiler.primitives.jvp_template import JVPTemplate, jvp_template
+from transpiler.primitives.vjp_template import TemplateError
+from transpiler.transforms.ad.templates import evaluate_jvp, evaluate_vjp
 
 EPS = 1e-6
 
@@ -69,7 +71,7 @@ def _prepared(prim: Any, args: tuple, params: dict) -> tuple[tuple, dict, np.nda
 
 
 def _jvp(prim: Any, args: tuple, tangents: list, params: dict, out: np.ndarray) -> Any:
-    return prim.jvp.evaluate(args, tangents, params, out)
+    return evaluate_jvp(prim.jvp, args, tangents, params, out)
 
 
 # --- 1. every differentiable primitive has a rule ---------------------------------------------
@@ -145,7 +147,7 @@ def _check_transpose(prim: Any, args: tuple, params: dict, rng: np.random.Genera
     if all(t is None for t in tangents):
         return False
     jvp = np.asarray(_jvp(prim, args, tangents, params, out))
-    bars = prim.vjp.evaluate(args, params, out, u)
+    bars = evaluate_vjp(prim.vjp, args, params, out, u)
     pairs = [(np.asarray(bar), v) for bar, v in zip(bars, tangents) if v is not None]
     if not (np.all(np.isfinite(jvp)) and all(np.all(np.isfinite(b)) for b, _ in pairs)):
         return False
@@ -203,10 +205,11 @@ def test_templates_stage_under_jit():
              for p, args, params in calls]
     outs = [np.asarray(p.bind(*args, **params)) for p, args, params in calls]
     tangents = [[np.random.default_rng(k).standard_normal(np.shape(a)).astype(np.float32)
-                 if isinstance(a, np.ndarray) and a.dtype == np.float32 else None for a in args] for k, (_, args, _) in enumerate(calls)]
+                 if isinstance(a, np.ndarray) and a.dtype == np.float32 else None for a in args]
+                for k, (_, args, _) in enumerate(calls)]
 
     def all_tangents(arguments, results, dots):
-        return [p.jvp.evaluate(a, t, params, o) for (p, _, params), a, o, t
+        return [evaluate_jvp(p.jvp, a, t, params, o) for (p, _, params), a, o, t
                 in zip(calls, arguments, results, dots)]
 
     staged = tp.jit(all_tangents)([a for _, a, _ in calls], outs, tangents)
@@ -230,7 +233,7 @@ def test_tangents_match_jax():
         floats = [i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32]
         dots = [rng.standard_normal(np.shape(a)).astype(np.float32) if i in floats else None
                 for i, a in enumerate(args)]
-        ours.append(np.asarray(prim.jvp.evaluate(args, dots, params, out)))
+        ours.append(np.asarray(evaluate_jvp(prim.jvp, args, dots, params, out)))
         primals.append(tuple(args[i] for i in floats))
         tangents.append(tuple(dots[i] for i in floats))
 
@@ -251,8 +254,8 @@ def test_contributions_and_evaluate():
     assert template.contribution("x") == "x_dot * 2"
     assert "xs_dot" in template.reads["xs"]
     one = np.ones(3)
-    assert template.evaluate([one, one, one], [None, None, None], {}, one) is None
-    got = template.evaluate([one, one, one], [one, None, 3 * one], {}, one)
+    assert evaluate_jvp(template, [one, one, one], [None, None, None], {}, one) is None
+    got = evaluate_jvp(template, [one, one, one], [one, None, 3 * one], {}, one)
     np.testing.assert_array_equal(np.asarray(got), 2 * one)  # xs_dot[0] is None: zeros
     scatter = REGISTRY["scatter"].jvp
     with pytest.raises(TemplateError, match="not differentiated"):

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runtime.cli
+import transpiler.cli
 import transpiler as tp
 import transpiler.numpy as jnp
 from transpiler import lax
@@ -759,7 +759,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = runtime.cli.main(list(argv))
+            code = transpiler.cli.main(list(argv))
         except SystemExit as exit_:
             code = exit_.code
     return code, out.getvalue(), err.getvalue()

@@ -22,7 +22,7 @@ ROOT = TESTS.parent
 # Import names of the packages the library does not depend on: the extras' oracles and
 # what they bring along (jax brings jaxlib, scipy and opt_einsum).
 OPTIONAL = {"jax", "jaxlib", "scipy", "opt_einsum", "matplotlib", "sklearn", "hypothesis"}
-TEST_RUNNERS = {"pytest", "pytest-xdist"}
+TEST_RUNNERS = {"pytest", "pytest-xdist", "ruff", "mypy"}  # (and `make lint`'s tools)
 
 
 def _test_files():

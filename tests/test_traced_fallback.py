@@ -1,6 +1,6 @@
 """Callees the frontend cannot read (builtins and C functions calling back into our arrays,
 class constructors, functions made by exec) are traced and their record differentiated and
-batched (transpiler/transforms/traced.py); recursion with a static depth is resolved at run
+batched (transpiler/transforms/common/traced.py); recursion with a static depth is resolved at run
 time; integral operands (predicates, indices) computed from differentiated values carry no
 derivative. Oracles: float64 central differences, Python loops, JAX where installed."""
 
@@ -140,7 +140,7 @@ def test_a_callback_closing_over_arrays_is_refused():
 
 
 def test_a_partial_binding_a_differentiated_value_is_differentiated_through_it():
-    """transforms/partials.py: a partial made inside the function carries its bound
+    """transforms/common/partials.py: a partial made inside the function carries its bound
     values' derivatives (once refused; before that, silently dropped)."""
     def scaled(w, x):
         return jnp.sum(w * jnp.sin(x))

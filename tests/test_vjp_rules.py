@@ -25,7 +25,8 @@ from tests import cases as cases_pkg
 from transpiler import dtypes
 from transpiler.config import config
 from transpiler.primitives import REGISTRY, core
-from transpiler.transforms.templates import TemplateError, VJPTemplate, vjp_template
+from transpiler.primitives.vjp_template import TemplateError, VJPTemplate, vjp_template
+from transpiler.transforms.ad.templates import evaluate_vjp
 
 EPS = 1e-6
 RTOL = 1e-5
@@ -159,7 +160,7 @@ def _check_call(prim: Any, args: tuple, params: dict, rng: np.random.Generator) 
     if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
         return 0
     u = rng.standard_normal(out.shape)
-    bars = prim.vjp.evaluate(args, params, out, u)
+    bars = evaluate_vjp(prim.vjp, args, params, out, u)
     label = _signature(prim, args, params)
     checked = 0
     for i, x in enumerate(args):
@@ -219,7 +220,7 @@ def test_bars_have_the_operand_shape_and_dtype(name):
     for args, params in calls:
         out = prim.bind(*args, **params)
         u = np.ones(out.shape, out.dtype)
-        for i, (x, bar) in enumerate(zip(args, prim.vjp.evaluate(args, params, out, u))):
+        for i, (x, bar) in enumerate(zip(args, evaluate_vjp(prim.vjp, args, params, out, u))):
             if not (isinstance(x, np.ndarray) and dtypes.is_float(x.dtype)):
                 continue
             label = f"{_signature(prim, args, params)} operand {i}"
@@ -253,7 +254,7 @@ def test_templates_stage_under_jit():
                   for k, o in enumerate(outs)]
 
     def all_bars(arguments, results, out_bars):
-        return [p.vjp.evaluate(a, params, o, g) for (p, _, params), a, o, g
+        return [evaluate_vjp(p.vjp, a, params, o, g) for (p, _, params), a, o, g
                 in zip(calls, arguments, results, out_bars)]
 
     staged = tp.jit(all_bars)([a for _, a, _ in calls], outs, cotangents)
@@ -360,7 +361,7 @@ def test_bars_match_jax():
         out = np.asarray(prim.bind(*args, **params))
         u = np.random.default_rng(1).standard_normal(out.shape).astype(np.float32)
         floats = [i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32]
-        ours = prim.vjp.evaluate(args, params, out, u)
+        ours = evaluate_vjp(prim.vjp, args, params, out, u)
 
         def jax_of_floats(*xs, _args=args):
             full = list(_args)

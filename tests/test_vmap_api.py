@@ -61,7 +61,8 @@ def test_composition_with_transforms():
     g = lambda w: jnp.sum(jax.vmap(predict, in_axes=(None, 0))(w, X))
     close(jax.grad(g)(W), jax.grad(lambda w: jnp.sum(predict(w, X)))(W))
     out, tangent = jax.jvp(jax.vmap(jnp.sin), (X,), (np.ones_like(X),))
-    close(out, np.sin(X)); close(tangent, np.cos(X))
+    close(out, np.sin(X))
+    close(tangent, np.cos(X))
     close(jax.jacfwd(jax.vmap(jnp.sin))(X[0]), np.diag(np.cos(X[0])))
     close(jax.jacrev(jax.vmap(jnp.sin))(X[0]), np.diag(np.cos(X[0])))
     # vmap of jvp, of jacrev (scalar function), of a jitted function, under jit
@@ -95,7 +96,8 @@ def test_tree_map_and_random_keys():
     params = {"w": W, "b": np.zeros(2, np.float32)}
     grads = {"w": np.stack([W] * 4), "b": np.ones((4, 2), np.float32)}
     out = jax.vmap(update, in_axes=(None, 0))(params, grads)
-    close(out["w"], np.stack([W * 0.9] * 4)); close(out["b"], np.full((4, 2), -0.1))
+    close(out["w"], np.stack([W * 0.9] * 4))
+    close(out["b"], np.full((4, 2), -0.1))
     keys = random.split(random.PRNGKey(0), 4)
     samples = jax.vmap(lambda k: random.normal(k, (3,)))(keys)
     close(samples, np.stack([np.asarray(random.normal(k, (3,))) for k in keys]))

@@ -212,5 +212,7 @@ def test_grad_through_collectives():
     _close(per_member(x), np.full(B, 2 * x.sum()))
     with pytest.raises(TranspileError, match="pmax has no differentiation rule"):
         jax.grad(lambda x: jnp.sum(jax.vmap(lambda v: lax.pmax(v, "i"), axis_name="i")(x)))(x)
-    with pytest.raises(TranspileError, match="forward-mode"):
-        jax.jvp(jax.vmap(lambda v: lax.psum(v, "i"), axis_name="i"), (x,), (x,))
+    # forward mode: psum is linear, its own JVP (tests/test_composition.py has the others)
+    out, tangent = jax.jvp(jax.vmap(lambda v: lax.psum(v, "i"), axis_name="i"), (x,), (w,))
+    _close(out, np.full(B, x.sum()))
+    _close(tangent, np.full(B, w.sum()))

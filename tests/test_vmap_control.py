@@ -1,4 +1,4 @@
-"""`vmap` of lax control flow (transforms/control_batch.py): `cond`, `switch`,
+"""`vmap` of lax control flow (transforms/bt/control.py): `cond`, `switch`,
 `while_loop`, `fori_loop`, `scan`, `map`, with batched and unbatched selectors, loop
 bounds and carries, closures over batched values, and per-example derivatives through
 them, each against a Python loop over the batch members running the unbatched function;

@@ -1,7 +1,7 @@
 """Python's ``max``, ``min``, ``sum``, ``abs`` and ``map`` as the transforms see them.
 
 A transformed function that calls ``max(x[0], x[1])`` on differentiated or batched values
-reaches one of these instead of the builtin (transforms/classify.py): each computes what
+reaches one of these instead of the builtin (transforms/common/classify.py): each computes what
 the builtin computes, written so that `grad`, `jvp` and `vmap` can be generated from its
 source. ``max(a, b)`` is ``a`` unless ``b > a`` (the first of equal values, as Python
 picks), so its derivative follows the value picked, as JAX's tracing of ``max`` does.

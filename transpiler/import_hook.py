@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.abc
-import inspect
 import importlib.machinery
 import sys
 from pathlib import Path
@@ -78,19 +77,6 @@ def install_import_hook(*packages: str) -> ImportHook:
     return hook
 
 
-def at_creation(value: Any) -> Any:
-    """`value` (a grad/vmap/jit/jacobian object just created); its code generated now
-    (a decorator rewrites at import) unless ``config.rewrite_on_import`` is off."""
-    from transpiler.config import config
-    if config.rewrite_on_import:
-        inner = next((getattr(value, a) for a in ("_original", "fun", "_fun")
-                      if hasattr(value, a)), None)
-        module = getattr(getattr(inner, "_fun", inner), "__module__", None)
-        if module is not None:
-            _generate(value, module)
-    return value
-
-
 @contextlib.contextmanager
 def _local_folder(module: Any) -> Iterator[None]:
     """Keep generated code in ``__transpiler__/`` next to the module's source meanwhile."""
@@ -116,42 +102,6 @@ def rewrite_module(module: Any) -> None:
 
 
 def _generate(value: Any, module_name: str) -> None:
-    from transpiler import tree_util
-    from transpiler.jit import Jitted
-    from transpiler.transforms.api import Transformed, vjp_function
-    if isinstance(value, Transformed):
-        fun = value._original
-        if getattr(getattr(fun, "_fun", fun), "__module__", None) == module_name:
-            vjp_function(fun, value._active_of(), value._has_aux)
-    elif isinstance(value, Jitted):
-        inner = value._fun
-        if getattr(inner, "__module__", None) == module_name and \
-                not isinstance(inner, (Transformed, Jitted)) and \
-                type(inner).__name__ != "Vmapped":
-            value._traced_fun()  # its control flow converted (autograph_cache.py)
-        else:
-            _generate(inner, module_name)  # jit(grad(f)), jit(vmap(f)): the inner code
-    elif type(value).__name__ == "Jacobian" and \
-            getattr(value.fun, "__module__", None) == module_name:
-        from transpiler.transforms.api import _active_names
-        from transpiler.transforms.forward_api import jvp_function
-        active = _active_names(value.fun, value.argnums)
-        if value.kind == "jacrev":
-            vjp_function(value.fun, active, value.has_aux)
-        elif value.kind == "jacfwd":
-            jvp_function(value.fun, active)
-        else:  # hessian: forward mode over the generated reverse code
-            value.source  # noqa: B018 (generates both)
-    elif type(value).__name__ == "Vmapped":  # its first level of batched code
-        target = getattr(value.fun, "_fun", value.fun)
-        mapped = any(a is not None for a in tree_util.tree_leaves(
-            value.in_axes, is_leaf=lambda a: a is None))
-        if getattr(target, "__module__", None) == module_name and mapped:
-            value.source  # noqa: B018 (generates it)
-    elif type(value).__name__ == "Pmapped":  # what its devices strategy traces per shard
-        from transpiler.transforms.autograph_runtime import convert_for_jit
-        fun = value.fun
-        if inspect.isfunction(fun) and fun.__module__ == module_name:
-            convert_for_jit(fun)  # its control flow converted, as jit's
-        else:
-            _generate(fun, module_name)  # pmap(grad(f)), pmap(vmap(f)): the inner code
+    from transpiler.transforms.common.generated import ModuleCode
+    if isinstance(value, ModuleCode):
+        value.generate_code(module_name)

@@ -26,6 +26,7 @@ from transpiler.errors import located
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler.transforms.common.generated import ModuleCode, Staged, at_creation
 
 DeviceLike = Union[None, str, runtime.Device]
 
@@ -192,8 +193,16 @@ def _fast_signature(arg: Any) -> Any:
     return None
 
 
-class Jitted:
+class Jitted(Staged):
     """The callable `jit` returns. Specializes, caches and dispatches."""
+
+    def generate_code(self, module_name: str) -> None:
+        """Its function's control flow converted (autograph/cache.py); jit(grad(f)),
+        jit(vmap(f)): the inner transform's code."""
+        if isinstance(self._fun, ModuleCode):
+            self._fun.generate_code(module_name)
+        elif getattr(self._fun, "__module__", None) == module_name:
+            self._traced_fun()
 
     def __init__(self, fun: Callable, static_argnums: Any = (), static_argnames: Any = (),
                  device: DeviceLike = None, example_args: Optional[Sequence[Any]] = None
@@ -282,10 +291,10 @@ class Jitted:
 
     def _traced_fun(self) -> Callable:
         """What is traced: `fun` with its Python ``if``/``while``/``for`` on traced values
-        converted to lax control flow (transforms/autograph.py), or `fun` itself when
+        converted to lax control flow (transforms/autograph/convert.py), or `fun` itself when
         neither it nor a function of the user's it calls has control flow."""
         if self._converted is None:
-            from transpiler.transforms.autograph_runtime import convert_for_jit
+            from transpiler.transforms.autograph.runtime import convert_for_jit
             self._converted = convert_for_jit(self._fun)
         return self._converted
 
@@ -408,5 +417,4 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argn
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, device=device,
                                  example_args=example_args)
-    from transpiler.import_hook import at_creation
     return at_creation(Jitted(fun, static_argnums, static_argnames, device, example_args))

@@ -13,7 +13,7 @@ WITH_ITEM = "_with_item"
 
 def with_item(d: dict, key: Any, value: Any) -> dict:
     """``{**d, key: value}``: a dict comprehension's dict, one entry more (the transforms
-    have rules for it: transforms/classify.py)."""
+    have rules for it: transforms/common/classify.py)."""
     return {**d, key: value}
 
 

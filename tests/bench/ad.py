@@ -108,16 +108,16 @@ TRANSFORM = """
 import sys, time
 sys.path.insert(0, {bench_dir!r})
 import transpiler as tp
-from transpiler.transforms import api
+from transpiler.transforms.reverse import generate
 from ad import loss_20_lines, mlp_loss
 t0 = time.perf_counter()
-import transpiler.frontend.anf, transpiler.frontend.canonicalize, transpiler.transforms.reverse_ad
+import transpiler.frontend.anf, transpiler.frontend.canonicalize, transpiler.transforms.reverse.transform
 t1 = time.perf_counter()
 g = tp.value_and_grad(mlp_loss)
 source = g.source
 t2 = time.perf_counter()
-functions = len(api._GENERATED)
-api._GENERATED.clear()
+functions = len(generate._GENERATED)
+generate._GENERATED.clear()
 t3 = time.perf_counter()
 again = tp.value_and_grad(mlp_loss).source
 t4 = time.perf_counter()

@@ -83,7 +83,6 @@ def synthetic_datasets():
 def synthetic_onnx_model():
     """Bytes of an ONNX model shaped like JAX's onnx2xla MNIST example model."""
     import numpy as np
-    import onnx
     from onnx import helper, numpy_helper, TensorProto
     rng = np.random.RandomState(0)
     t = lambda name, shape: numpy_helper.from_array((rng.randn(*shape) * 0.1).astype(np.float32), name)

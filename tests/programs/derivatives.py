@@ -2,7 +2,7 @@
 
 The derivatives of `transpiler.numpy` / `nn` composites that the programs corpus, the
 benchmarks and the examples reach are generated once here and shipped in
-``transpiler/transforms/derivatives/`` (entries of the disk cache, keyed by the composites'
+``transpiler/data/derivatives/`` (entries of the disk cache, keyed by the composites'
 code: an edited composite simply misses and is transformed again). A fresh installation
 then transforms only the user's own functions.
 

@@ -275,7 +275,8 @@ def test_dtype_casting_rules(mod):
 
 def test_wrong_arg_count_and_shapes(mod):
     x = np.ones((2, 3), np.float32)
-    with pytest.raises(TypeError, match=r"add\(\) takes 2 arguments \(input0: float32\[2,3\], input1: float32\[2,3\]\), got 3"):
+    with pytest.raises(TypeError, match=r"add\(\) takes 2 arguments "
+                       r"\(input0: float32\[2,3\], input1: float32\[2,3\]\), got 3"):
         mod.add(x, x, x)
     with pytest.raises(ValueError, match=r"argument 1 \(input1\) expects shape float32\[2,3\], got shape \(3, 2\)"):
         mod.add(x, x.T.copy())

@@ -26,6 +26,7 @@ from transpiler.config import config
 from transpiler.errors import SourceLocation
 from transpiler.per_thread import PerThreadList
 from transpiler.rewritten import DEFAULT_PREFIX, INTRODUCED, MISSING, default_value
+from transpiler.version import __version__
 
 FORMAT = "1"
 _RECORD = "AD1"  # the header of a record on disk (transpiler/cache_files.py)
@@ -179,19 +180,18 @@ def _portable_code(code: types.CodeType) -> types.CodeType:
 
 _FINGERPRINT: list[str] = []
 # The code that decides what gets generated: a change to any of it changes every key.
-_GENERATOR_SOURCES = ("frontend/*.py", "transforms/*.py", "codegen/*.py",
+_GENERATOR_SOURCES = ("frontend/*.py", "transforms/**/*.py", "codegen/*.py", "primitives/*_template.py",
                       "primitives/vjp_rules.py")
 
 
 def transforms_fingerprint() -> str:
     """A hash of the transforms' own source (and the package version), once per process."""
     if not _FINGERPRINT:
-        from transpiler import __version__
         h = hashlib.sha256(__version__.encode())
         root = Path(PACKAGE_ROOT)
         for pattern in _GENERATOR_SOURCES:
             for path in sorted(root.glob(pattern)):
-                h.update(path.name.encode() + b"\0" + path.read_bytes())
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
         _FINGERPRINT.append(h.hexdigest()[:16])
     return _FINGERPRINT[0]
 
@@ -240,7 +240,7 @@ def _path(entry_key: str) -> Path:
 
 # Derivatives of the library's own composites, generated ahead of time and shipped with
 # the package (``make derivatives``): a fresh installation transforms only user code.
-BUNDLE_DIR = Path(PACKAGE_ROOT) / "transforms" / "derivatives"
+BUNDLE_DIR = Path(PACKAGE_ROOT) / "data" / "derivatives"
 
 
 def read(entry_key: str, required: tuple[str, ...] = ()) -> Optional[dict]:

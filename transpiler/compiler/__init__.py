@@ -251,10 +251,11 @@ def _compile_with_fallbacks(bytecode: bytes, tgt: Target, flags: list[str]) -> b
             if tgt.backend == "llvm-cpu" and fix is not None:
                 flags = _with_flags(flags, [fix])
             else:
-                flags = next((_with_flags(flags, s) for s in safe_sets
-                              if _with_flags(flags, s) not in tried), None)
-                if flags is None:
+                safe = next((_with_flags(flags, s) for s in safe_sets
+                             if _with_flags(flags, s) not in tried), None)
+                if safe is None:
                     raise _failure(first, tgt, tried) from None
+                flags = safe
             log.info("IREE failed (%s); retrying the compile with %s",
                      _summary(str(err)), " ".join(flags))
             tried.append(flags)

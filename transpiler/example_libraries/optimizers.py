@@ -38,9 +38,15 @@ class OptimizerState(NamedTuple):
     subtree_defs: Any
 
 
+def _unflatten_state(aux: Any, children: Any) -> OptimizerState:
+    """The state from its flattened form: ``aux`` is (tree_def, subtree_defs), ``children``
+    is (packed_state,)."""
+    return OptimizerState(children[0], *aux)
+
+
 register_pytree_node(OptimizerState,
                      lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
-                     lambda aux, children: OptimizerState(children[0], *aux))
+                     _unflatten_state)
 
 
 class Optimizer(NamedTuple):

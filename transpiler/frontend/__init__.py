@@ -26,7 +26,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from transpiler.errors import GENERATED_SOURCE_MAPS, SourceLocation, TranspileError
-from transpiler.frontend.fence import fence
+from transpiler.frontend.fence import fence, fence_library
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
 from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import bind_defaults, resolve_names
@@ -48,8 +48,8 @@ class ParsedFunction:
 
 
 # Modules whose functions are derivative rules run by the transforms, never their input.
-_RULE_MODULES = frozenset({"transpiler.transforms.control_ad", "transpiler.lax_control",
-                           "transpiler.lax_scan"})
+_RULE_MODULES = frozenset({"transpiler.transforms.ad.control", "transpiler.lax.control",
+                           "transpiler.lax.loops"})
 
 # The builtins canonicalization and ANF may introduce into rewritten code.
 REWRITE_BUILTINS = ("range", "len", "min", "list", "reversed", "enumerate", "zip")
@@ -71,10 +71,14 @@ def read_function(fn: Callable[..., Any]) -> tuple[FunctionSource, dict[str, Any
     source = get_source(fn)
     if not is_library(fn):  # our own composites may use any Python for their static logic
         fence(source.func, source.filename, source.locations)
+    else:  # ... but for blocks the transforms would copy without transforming
+        fence_library(source.func, source.filename, source.locations)
     namespace = resolve_names(fn, source.func, source.locations)
     func = bind_defaults(fn, source.func, namespace)
     if func is not source.func:  # defaults read from the function, not re-evaluated
-        source.locations[func] = source.locations.get(source.func)
+        location = source.locations.get(source.func)  # every node of source.func has one
+        if location is not None:
+            source.locations[func] = location
         source = dataclasses.replace(source, func=func)
     return source, namespace
 
@@ -117,7 +121,7 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
 
     The variables in `closure_params` (of those `fn` closes over, ``co_freevars``) become
     leading parameters instead of resolved constants, so derivatives can flow into the
-    closed-over values (closure conversion, see transforms/closures.py).
+    closed-over values (closure conversion, see transforms/common/closures.py).
 
     Raises `TranspileError` (at the user's file:line:col) for functions without source and
     for unsupported syntax.

@@ -47,7 +47,7 @@ class ToAnf(LocatedTransformer):
             cst.Tuple: self._sequence, cst.List: self._sequence, cst.Set: self._sequence,
             cst.Dict: self._dict, cst.Lambda: self._lambda,
             # kept whole, the value of a statement of their own: a list comprehension is
-            # transformed as one (transforms/classify.py), an f-string is a static string
+            # transformed as one (transforms/common/classify.py), an f-string is a static string
             cst.ListComp: self._whole, cst.DictComp: self._whole, cst.SetComp: self._whole,
             cst.FormattedString: self._whole,
         }

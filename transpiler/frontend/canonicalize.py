@@ -19,7 +19,7 @@ statements by the ANF pass (`anf.py`), which knows the evaluation order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import libcst as cst
 import transpiler.frontend.match as m
@@ -71,6 +71,18 @@ def _own_returns(node: cst.CSTNode) -> list[cst.Return]:
         elif not (isinstance(current, cst.FunctionDef) and current is not node):
             stack.extend(reversed(child_nodes(current)))
     return found
+
+
+def _always_exits(statements: Statements) -> bool:
+    """Whether every path through `statements` ends in a ``return`` or a ``raise``."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    if isinstance(last, cst.If) and isinstance(last.orelse, cst.Else):
+        return _always_exits(_block_of(last.body)) and _always_exits(_block_of(last.orelse.body))
+    return False
 
 
 def _assigned_names(node: cst.CSTNode) -> set[str]:
@@ -168,9 +180,9 @@ class FunctionalItemUpdates(LocatedTransformer):
         target = updated.targets[0].target if len(updated.targets) == 1 else None
         if not self.updates(target):
             return updated
-        return _at_update(target, "set", updated.value)  # type: ignore[arg-type]
+        return _at_update(target, "set", updated.value)
 
-    def updates(self, target: Any) -> bool:
+    def updates(self, target: Any) -> TypeGuard[cst.Subscript]:
         return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
             and target.value.value in self.updatable
 
@@ -190,7 +202,7 @@ class FunctionalItemUpdates(LocatedTransformer):
 
 
 def _at_update(target: cst.Subscript, method: str, value: cst.BaseExpression) -> cst.Assign:
-    name = target.value
+    name = cast(cst.Name, target.value)  # FunctionalItemUpdates.updates: an updatable name
     at = target.with_changes(value=cst.Attribute(value=name, attr=cst.Name("at")))
     call = cst.Call(func=cst.Attribute(value=at, attr=cst.Name(method)), args=[cst.Arg(value)])
     return cst.Assign(targets=[cst.AssignTarget(target=name)], value=call)
@@ -506,7 +518,7 @@ class RemoveEarlyReturns(LocatedTransformer):
             final = cst.SimpleStatementLine(body=[cst.Return(value=cst.Name("None"))])
             self.ctx.locate_line(final, self.ctx.location_of(original_node))
             body.append(final)
-            returns = [*returns, final.body[0]]
+            returns = [*returns, cast(cst.Return, final.body[0])]
         if len(returns) > 1:
             result = self.ctx.names.fresh_plain("_ret")
             final = cst.SimpleStatementLine(body=[cst.Return(value=cst.Name(result))])
@@ -529,8 +541,38 @@ class RemoveEarlyReturns(LocatedTransformer):
                 out.append(self.ctx.relocate(statement.with_changes(
                     body=statement.body.with_changes(body=body), orelse=orelse), statement))
                 return out
+            if isinstance(statement, cst.Try) and _own_returns(statement):
+                out.append(self._try_returns(statement, statements[k + 1:], result))
+                return out
             out.append(statement)
         return out
+
+    def _try_returns(self, statement: cst.Try, rest: Statements, result: str) -> cst.Try:
+        """A ``try`` with a ``return`` in its body or handlers. The code after it runs when
+        the body completes (it moves into the ``else:`` clause, whose exceptions the
+        handlers do not catch, as after the ``try``) or after a handler that completes
+        (it moves into that handler); a body that returns on every path leaves it to the
+        handlers."""
+        body = _block_of(statement.body)
+        if statement.orelse is not None or statement.finalbody is not None or (
+                _own_returns(statement.body) and not _always_exits(body)):
+            raise self.ctx.error(
+                "`return` inside this `try` is not supported yet (a `try` with `else:` or "
+                "`finally:`, or whose body returns on some paths only)",
+                _own_returns(statement)[0],
+                "keep the result in a variable and return it after the try")
+        handlers = []
+        for handler in statement.handlers:
+            own = _block_of(handler.body)
+            own = own if _always_exits(own) else [*own, *rest]
+            handlers.append(handler.with_changes(body=handler.body.with_changes(
+                body=self._assign_returns(own, result))))
+        new = statement.with_changes(body=statement.body.with_changes(
+            body=self._assign_returns(body, result)), handlers=handlers)
+        if not _always_exits(body) and rest:
+            new = new.with_changes(orelse=cst.Else(body=cst.IndentedBlock(
+                body=self._assign_returns(list(rest), result))))
+        return self.ctx.relocate(new, statement)
 
     def _replace_return(self, line: cst.SimpleStatementLine, result: str) -> cst.SimpleStatementLine:
         kept: list[cst.BaseSmallStatement] = []
@@ -551,7 +593,7 @@ CANONICALIZE_PASSES: list[Stage] = [
     Stage("expand-one-line-bodies", ExpandOneLineBodies, triggers=(cst.SimpleStatementSuite,)),
     Stage("generators-to-lists", GeneratorsToLists, needed=lambda func, counts: bool(
         counts[cst.GeneratorExp]) or any(m.matches(n, m.Call(func=m.Name()))
-                                         and n.func.value in _ITERATOR_CALLS
+                                         and cast(cst.Name, n.func).value in _ITERATOR_CALLS
                                          for n in _calls(func))),
     Stage("functional-item-updates", FunctionalItemUpdates, triggers=(cst.Subscript,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
@@ -569,7 +611,7 @@ CANONICALIZE_PASSES: list[Stage] = [
 ]
 
 
-_ITERATOR_CALLS = frozenset({"map", *LISTED_NAMES})
+_ITERATOR_CALLS: frozenset[str] = frozenset({"map", *LISTED_NAMES})
 
 
 def _calls(func: cst.FunctionDef) -> list[cst.Call]:

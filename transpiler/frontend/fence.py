@@ -207,6 +207,23 @@ def fence(func: cst.FunctionDef, filename: str,
         fence.check(node)
 
 
+# What no transform follows even in the library's own composites (whose other Python the
+# fence lets through): a statement the transforms would copy without transforming its body.
+LIBRARY_UNSUPPORTED = (cst.With, cst.Match)
+
+
+def fence_library(func: cst.FunctionDef, filename: str,
+                  locations: dict[cst.CSTNode, SourceLocation]) -> None:
+    """The library's check: a `with`/`match` block in a composite would be copied into its
+    derivative or batched code untransformed (a silent zero), so it is an error instead."""
+    for node in m.preorder(func):
+        if isinstance(node, LIBRARY_UNSUPPORTED):
+            raise TranspileError(
+                f"internal: {func.name.value} ({filename}) uses a `{type(node).__name__.lower()}` "
+                "statement, which the transforms do not follow", locations.get(node),
+                "move the block into a helper the transforms see as a call (or a rule)")
+
+
 def starred_names(target: cst.BaseExpression) -> Optional[tuple[list[str], str, list[str]]]:
     """``a, b, *rest, z``: (names before the star, the starred name, names after), when the
     target is a tuple or list of plain names with exactly one star; None otherwise."""

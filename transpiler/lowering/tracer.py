@@ -8,7 +8,7 @@ concrete value (``if``, ``float()``, ``np.asarray``) is a `TranspileError` at th
 from __future__ import annotations
 
 from collections import ChainMap
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 from iree.compiler import ir
@@ -40,6 +40,7 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
         """Its SSA value; a folded constant is staged the first time it is used, so
         constants that only fed other folded operations never appear in the module."""
         if self._value is None:
+            assert self.known is not None  # a Tracer without an SSA value is a known one
             self._value = self.trace.stage_constant(self.known, self.aval)
         return self._value
 
@@ -116,9 +117,9 @@ class Trace:
         self.block = block
         self.parent = parent  # the trace of the enclosing region (control flow), if any
         # Whether operations on known values are folded (regions as their parent does).
-        self.folds = folds if parent is None else parent.folds
+        self.folds: bool = folds if parent is None else parent.folds
         self.in_loop = False  # whether this block is (inside) a loop body
-        # Values returned as extra (dropped) results of the function: see lax_control.
+        # Values returned as extra (dropped) results of the function: see lax/control.py.
         self.keep_alive: list[Tracer] = [] if parent is None else parent.keep_alive
         # (prim, operands, params) -> result; keeps operands alive. A region sees (and may
         # reuse) what its enclosing blocks computed; what it computes stays its own.
@@ -146,11 +147,12 @@ class Trace:
         knowns = [a.known if isinstance(a, Tracer) else core.to_numpy(a, aval)
                   for a, aval in zip(args, avals)]
         if all(k is not None for k in knowns):
-            results = fold.evaluate(prim, knowns, out_aval, params)
+            results = fold.evaluate(prim, cast(list[np.ndarray], knowns), out_aval, params)
         elif (chosen := fold.chosen_operand(prim, knowns, avals, out_aval)) is not None:
-            if knowns[chosen] is None:
+            chosen_known = knowns[chosen]
+            if chosen_known is None:
                 return args[chosen]
-            results = [knowns[chosen]]
+            results = [chosen_known]
         else:
             found = fold.known_without_operands(prim, args, avals, out_aval)
             results = None if found is None else [found]

@@ -1,11 +1,11 @@
 """Forward-mode rules: a JVP template (``prim.jvp``) for every differentiable primitive.
 
-Templates (see transpiler/transforms/jvp_templates.py) give one expression per operand:
+Templates (see jvp_template.py) give one expression per operand:
 its contribution to the output tangent, from ``<operand>_dot``, ``out``, the operands and
 the params. The transform sums the contributions of the operands with nonzero tangents and
 shapes the sum like the output (``ad.tangent_like``), so an elementwise contribution may
 keep its operand's shape and let broadcasting do the rest. Helpers live in
-transpiler/transforms/tangent_helpers.py (``ad``).
+transpiler/transforms/ad/tangents.py (``ad``).
 
 Conventions at kinks are those of the VJP rules (vjp_rules.py), each rule being the
 transpose of its VJP: abs takes +1 at 0, maximum/minimum and the reductions split ties
@@ -22,7 +22,7 @@ from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red_p
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import Primitive
-from transpiler.transforms.jvp_templates import jvp_template
+from transpiler.primitives.jvp_template import jvp_template
 
 
 def unary(prim: Primitive, x: str) -> None:

@@ -1,8 +1,8 @@
 """Reverse-mode rules: a VJP template (``prim.vjp``) for every differentiable primitive.
 
-Templates are Python source (see transpiler/transforms/templates.py): they assign
+Templates are Python source (see vjp_template.py): they assign
 ``<operand>_bar`` from ``out_bar``, ``out``, the operands and the params. The helpers they
-call live in transpiler/transforms/adjoint_helpers.py (``ad``). Primitives whose outputs
+call live in transpiler/transforms/ad/__init__.py (``ad``). Primitives whose outputs
 are integers or booleans (comparisons, logic, bit twiddling, iota, argmax, bitcasts) are
 marked ``differentiable=False`` instead: their outputs are never active.
 
@@ -19,7 +19,7 @@ from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red_p
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import Primitive
-from transpiler.transforms.templates import vjp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 
 def unary(prim: Primitive, x_bar: str) -> None:

@@ -28,7 +28,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 
 def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     from transpiler import numpy as jnp
-    from transpiler.lax_control import _condition, _converted, check_carry
+    from transpiler.lax.control import _condition, _converted, check_carry
     from transpiler.primitives import conversions as conv
     from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
     cond_fun, body_fun = _condition(_converted(cond_fun)), _converted(body_fun)
@@ -96,7 +96,7 @@ def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: A
         raise AssertionError("unreachable: weak-type promotion did not settle")
     outputs = [Tracer(base, v, a) for v, a in zip(results, carry)]
     n = len(avals)
-    # As lax_control does for its loops (an IREE 3.13 workaround): results kept alive.
+    # As lax/control.py does for its loops (an IREE 3.13 workaround): results kept alive.
     shards.kept_on.extend((t, i // n) for i, t in enumerate(outputs) if t.aval.ndim > 0)
     out = [Sharded([outputs[k * n + j] for k in range(size)], a)
            for j, a in enumerate(avals)]
@@ -133,7 +133,7 @@ def joint_branches(shards: Any, selector: Any, branches: Any, operands: tuple, o
     """``lax.cond`` (`selector` a bool) or ``lax.switch`` (an int32 index) with a collective
     in a branch: every branch traced for all shards, each shard's result selected."""
     from transpiler import numpy as jnp
-    from transpiler.lax_control import _converted, _same_structure, join_avals
+    from transpiler.lax.control import _converted, _same_structure, join_avals
     outs = [_converted(branch)(*operands) for branch in branches]
     flat = [tree_util.tree_flatten(out) for out in outs]
     _same_structure([tree for _, tree in flat], op, names)

@@ -27,7 +27,7 @@ from iree.compiler import ir
 
 from transpiler import tree_util
 from transpiler.errors import TracerError, TranspileError, located, user_location
-from transpiler.sharding.spmd import SPMD, SpmdAxis
+from transpiler.lax.spmd import SPMD, SpmdAxis
 from transpiler.lowering.builder import aval_type
 from transpiler.lowering.trace import StagedModule, _verify, new_function
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
@@ -170,7 +170,7 @@ class ShardTrace:
             core.trace_stack.pop()
             self.base.memo = saved
             _PROJECTION[0] = None
-            # Loop results kept alive as extra results of the function (lax_control): on
+            # Loop results kept alive as extra results of the function (lax/control.py): on
             # the device of the shard whose copy made them.
             self.kept_on.extend((t, k) for t in self.keep_alive[kept:])
             del self.keep_alive[kept:]

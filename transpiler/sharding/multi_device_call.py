@@ -65,7 +65,7 @@ def _shard_aval(leaf: Any, axis: Optional[int]) -> ShapedArray:
 
 def _per_shard_fun(pm: Pmapped, tree: Any, statics: dict,
                    out_box: list) -> Callable[..., list]:
-    from transpiler.transforms.autograph_runtime import convert_for_jit
+    from transpiler.transforms.autograph.runtime import convert_for_jit
 
     def flat_fun(*values: Any) -> list:
         dynamic, kwargs = tree_util.tree_unflatten(tree, list(values))

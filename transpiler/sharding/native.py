@@ -23,8 +23,8 @@ from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
-from transpiler.sharding import spmd
-from transpiler.sharding.spmd import SpmdAxis
+from transpiler.lax import spmd
+from transpiler.lax.spmd import SpmdAxis
 
 # The scalar op combining two members' elements, per reducing collective.
 REDUCERS = {"psum": "stablehlo.add", "pmax": "stablehlo.maximum", "pmin": "stablehlo.minimum"}

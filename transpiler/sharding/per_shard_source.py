@@ -15,11 +15,11 @@ COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "p
 def per_shard_source(pm: Any) -> str:
     """The code each device runs on its shard: the transformed function's generated code
     (``pmap(grad(f))``), the control-flow conversion jit traces, or the function itself."""
-    from transpiler.transforms.api import _target
-    from transpiler.transforms.autograph_runtime import convert_for_jit
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.autograph.runtime import convert_for_jit
     fun = pm.fun
     body = getattr(fun, "source", None) if not inspect.isfunction(fun) else None
-    target = _target(fun)
+    target = target(fun)
     if not isinstance(body, str):
         body = getattr(convert_for_jit(fun), "source", None)
     where = None  # the user's file and the line the shown code starts at

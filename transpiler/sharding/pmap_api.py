@@ -22,8 +22,9 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
-from transpiler.transforms import batch_runtime as bt
-from transpiler.transforms.vmap_api import Vmapped
+from transpiler.transforms import bt
+from transpiler.transforms.batch.api import Vmapped
+from transpiler.transforms.common.generated import ModuleCode, at_creation
 
 STRATEGIES = ("devices", "emulated", "collectives")
 
@@ -39,6 +40,16 @@ class Pmapped(Vmapped):
         self.devices = list(devices) if devices is not None else None
         self.strategy = strategy
         self._compiled: dict[Any, Any] = {}
+
+    def generate_code(self, module_name: str) -> None:
+        """What its devices strategy traces per shard: the function's control flow
+        converted, as jit's; pmap(grad(f)), pmap(vmap(f)): the inner code."""
+        fun = self.fun
+        if isinstance(fun, ModuleCode):
+            fun.generate_code(module_name)
+        elif inspect.isfunction(fun) and fun.__module__ == module_name:
+            from transpiler.transforms.autograph.runtime import convert_for_jit
+            convert_for_jit(fun)
 
     def __repr__(self) -> str:
         return f"<pmap({self.fname})>"
@@ -154,7 +165,7 @@ class Pmapped(Vmapped):
 
 
 def _arg_names(fun: Callable, count: int, statics: dict) -> list[str]:
-    from transpiler.transforms.vmap_api import _arg_names as names
+    from transpiler.transforms.batch.api import _arg_names as names
     return [f"argument `{n}`" for i, n in enumerate(names(fun, count)) if i not in statics]
 
 
@@ -188,7 +199,7 @@ def pmap(fun: Optional[Callable] = None, axis_name: Any = None, *, in_axes: Any 
                                  donate_argnums=donate_argnums, strategy=strategy)
     if not callable(fun):
         raise located(TypeError, f"pmap: expected a function, got {type(fun).__name__}")
-    from transpiler.transforms.vmap_api import check_axes
+    from transpiler.transforms.batch.api import check_axes
     check_axes("pmap", in_axes=in_axes, out_axes=out_axes)
     if strategy is not None and strategy not in STRATEGIES:
         raise ValueError(f"pmap: unknown strategy {strategy!r}; choose one of "
@@ -208,7 +219,6 @@ def pmap(fun: Optional[Callable] = None, axis_name: Any = None, *, in_axes: Any 
     if devices is not None and not all(isinstance(d, runtime.Device) for d in devices):
         raise TypeError("pmap: devices must be a list of transpiler.Device, e.g. "
                         "transpiler.devices()")
-    from transpiler.import_hook import at_creation
     return at_creation(Pmapped(fun, axis_name, in_axes, out_axes, statics, devices, axis_size,
                                strategy))
 

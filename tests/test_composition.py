@@ -1,0 +1,128 @@
+"""What composition gives: forward mode through the named-axis collectives (each linear,
+so its own JVP: ``jvp(psum)`` is ``psum`` of the tangent, as in JAX), and a custom_vjp
+rule kept when the custom function is batched inside a derivative (``grad(vmap(f))``) or
+its derivative is batched (``vmap(grad(f))``); eager and under jit, against NumPy and, where
+installed, JAX."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import transpiler as jax
+import transpiler.numpy as jnp
+from transpiler import lax
+from transpiler.errors import TranspileError
+
+B = 4
+_rng = np.random.default_rng(3)
+X = _rng.standard_normal((B, 3)).astype(np.float32)
+T = _rng.standard_normal((B, 3)).astype(np.float32)
+
+
+def _close(got, want, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+
+
+def _jvp_over_axis(f):
+    """``vmap(lambda x, t: jvp(f, (x,), (t,)), axis_name="i")``."""
+    return jax.vmap(lambda x, t: jax.jvp(f, (x,), (t,)), axis_name="i")
+
+
+# Each collective with the NumPy value it gives every member of the batch (batch axis 0).
+COLLECTIVES = {
+    "psum": (lambda v: lax.psum(v, "i"), lambda a: np.broadcast_to(a.sum(0), a.shape)),
+    "pmean": (lambda v: lax.pmean(v, "i"), lambda a: np.broadcast_to(a.mean(0), a.shape)),
+    "all_gather": (lambda v: lax.all_gather(v, "i"),
+                   lambda a: np.broadcast_to(a, (B, *a.shape))),
+    "ppermute": (lambda v: lax.ppermute(v, "i", [(k, (k + 1) % B) for k in range(B)]),
+                 lambda a: np.roll(a, 1, axis=0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIVES))
+@pytest.mark.parametrize("jit", [False, True])
+def test_jvp_of_a_collective_is_the_collective_of_the_tangent(name, jit):
+    collective, numpy_value = COLLECTIVES[name]
+    f = _jvp_over_axis(lambda x: collective(jnp.sin(x)))
+    out, tangent = (jax.jit(f) if jit else f)(X, T)
+    _close(out, numpy_value(np.sin(X)))
+    _close(tangent, numpy_value(np.cos(X) * T))
+
+
+def test_forward_mode_through_psum_inside_a_loss():
+    """jvp of a normalized batch (x / psum(x)), against central differences in float64."""
+    def normalized(x):
+        return x / lax.psum(x, "i")
+
+    _, tangent = _jvp_over_axis(normalized)(X, T)
+    x64, t64, eps = X.astype(np.float64), T.astype(np.float64), 1e-6
+    want = ((x64 + eps * t64) / (x64 + eps * t64).sum(0)
+            - (x64 - eps * t64) / (x64 - eps * t64).sum(0)) / (2 * eps)
+    _close(tangent, want, tol=1e-3)
+
+
+def test_pmax_stays_without_a_forward_rule():
+    f = _jvp_over_axis(lambda x: lax.pmax(x, "i"))
+    with pytest.raises(TranspileError, match="pmax has no differentiation rule"):
+        f(X, T)
+
+
+@jax.custom_vjp
+def clipped_sin(x):
+    return jnp.sin(x)
+
+
+def _clipped_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def _clipped_bwd(cos_x, g):
+    return (jnp.clip(g * cos_x, -0.1, 0.1),)  # the custom rule: a clipped gradient
+
+
+clipped_sin.defvjp(_clipped_fwd, _clipped_bwd)
+
+
+def _rule(x):
+    return np.clip(np.cos(x), -0.1, 0.1)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_grad_of_vmap_keeps_the_custom_rule(jit):
+    f = jax.grad(lambda x: jnp.sum(jax.vmap(clipped_sin)(x)))
+    _close((jax.jit(f) if jit else f)(X), _rule(X))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vmap_of_grad_keeps_the_custom_rule(jit):
+    f = jax.vmap(jax.grad(clipped_sin))
+    _close((jax.jit(f) if jit else f)(X[:, 0]), _rule(X[:, 0]))
+
+
+def test_grad_of_vmap_of_a_helper_calling_the_custom_function():
+    def helper(v):
+        return clipped_sin(v) * 2.0
+
+    got = jax.grad(lambda x: jnp.sum(jax.vmap(helper)(x)))(X)
+    _close(got, np.clip(2.0 * np.cos(X), -0.1, 0.1))  # the rule sees the cotangent 2.0
+
+
+def test_against_jax():
+    jax_ = pytest.importorskip("jax")
+    jjnp = pytest.importorskip("jax.numpy")
+
+    @jax_.custom_vjp
+    def theirs(x):
+        return jjnp.sin(x)
+
+    theirs.defvjp(lambda x: (jjnp.sin(x), jjnp.cos(x)),
+                  lambda c, g: (jjnp.clip(g * c, -0.1, 0.1),))
+    want = jax_.grad(lambda x: jjnp.sum(jax_.vmap(theirs)(x)))(X)
+    _close(jax.grad(lambda x: jnp.sum(jax.vmap(clipped_sin)(x)))(X), want)
+    f = jax_.vmap(lambda x, t: jax_.jvp(lambda v: jax_.lax.psum(jjnp.sin(v), "i"), (x,), (t,)),
+                  axis_name="i")
+    want_out, want_tangent = f(X, T)
+    out, tangent = _jvp_over_axis(lambda x: lax.psum(jnp.sin(x), "i"))(X, T)
+    _close(out, want_out)
+    _close(tangent, want_tangent)

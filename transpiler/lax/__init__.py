@@ -1,0 +1,116 @@
+"""``transpiler.lax``: JAX's lower-level operations, control flow included (lax/control.py,
+lax/loops.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from transpiler import dtypes, tree_util
+from transpiler.primitives import conversions as conv
+from transpiler.primitives import dot as dot_p
+from transpiler.primitives import indexing as idx_p
+from transpiler.primitives import reductions as red_p
+from transpiler.primitives.core import abstractify, normalize_axis
+from transpiler.primitives import elementwise as ew
+
+add, sub, mul, div = ew.add, ew.subtract, ew.multiply, ew.true_divide
+max, min = ew.maximum, ew.minimum  # noqa: A001
+exp, log, sin, cos, tanh, sqrt, rsqrt = ew.exp, ew.log, ew.sin, ew.cos, ew.tanh, ew.sqrt, ew.rsqrt
+logistic, integer_pow_p = ew.logistic, conv.integer_pow
+shift_left, shift_right_logical = ew.left_shift, ew.right_shift
+
+
+def stop_gradient(x: Any) -> Any:
+    """``lax.stop_gradient``: `x` unchanged, but a constant to differentiation (grad and vjp
+    see no dependence on the inputs through it). Maps over the leaves of a pytree; only
+    floating leaves go through the primitive, others are returned as they are (as in JAX)."""
+    def stop(leaf: Any) -> Any:
+        dtype = abstractify(leaf, 0, "stop_gradient").dtype
+        inexact = dtypes.is_float(dtype) or dtype.kind == "c"
+        return conv.stop_gradient(leaf) if inexact else leaf
+    return tree_util.tree_map(stop, x)
+
+
+def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+    return conv.convert_element_type(operand, dtype=dtypes.canonicalize(new_dtype))
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    return conv.bitcast_convert_type(operand, dtype=np.dtype(new_dtype))
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    return conv.integer_pow(x, y=y)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    return conv.select(pred, on_true, on_false)
+
+
+def iota(dtype: Any, size: int) -> Any:
+    return conv.iota(dtype=dtypes.canonicalize(dtype), shape=(size,), dimension=0)
+
+
+def broadcasted_iota(dtype: Any, shape: Any, dimension: int) -> Any:
+    return conv.iota(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
+
+
+def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: Any = None) -> Any:
+    """``lax.dot_general``: contraction over explicit contracting and batch dimensions."""
+    return dot_p.dot_general(
+        lhs, rhs, dimension_numbers=dot_p.normalize_dimension_numbers(dimension_numbers),
+        preferred_element_type=None if preferred_element_type is None
+        else dtypes.canonicalize(preferred_element_type))
+
+
+def _wrap_start(index: Any, size: int) -> Any:
+    """Negative start indices count from the end, as in JAX (the primitive then clamps)."""
+    if isinstance(index, (int, np.integer)):
+        return int(index) + size if index < 0 else int(index)
+    return ew.add(index, conv.select(ew.less(index, 0), size, 0))
+
+
+def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Any) -> Any:
+    """``lax.dynamic_slice``: a static-size window at traced start indices (clamped to fit)."""
+    shape = abstractify(operand, 0, "dynamic_slice").shape
+    starts = [_wrap_start(i, d) for i, d in zip(start_indices, shape)]
+    return idx_p.dynamic_slice(operand, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
+    """``lax.dynamic_update_slice``: write `update` at traced start indices (clamped to fit)."""
+    shape = abstractify(operand, 0, "dynamic_update_slice").shape
+    starts = [_wrap_start(i, d) for i, d in zip(start_indices, shape)]
+    return idx_p.dynamic_update_slice(operand, update, *starts)
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+    shape = abstractify(operand, 0, "dynamic_slice_in_dim").shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def _cumulative(prim: Any) -> Any:
+    def op(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+        ndim = len(abstractify(operand, 0, prim.name).shape)
+        return prim(operand, axis=normalize_axis(axis, ndim, prim.name), reverse=reverse)
+    op.__name__ = prim.name
+    op.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``"
+    return op
+
+
+cumsum, cumprod = _cumulative(red_p.cumsum), _cumulative(red_p.cumprod)
+cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)
+
+
+# Control flow builds on the above.
+from transpiler.lax.control import cond, probe, switch, while_loop  # noqa: E402,F401
+from transpiler.lax.loops import fori_loop, map, scan  # noqa: E402,F401
+from transpiler.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401
+                                     ppermute, psum, psum_scatter)

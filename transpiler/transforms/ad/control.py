@@ -1,0 +1,358 @@
+"""Derivatives of ``lax`` control flow: run-time rules built from the other control flow.
+
+Generated code calls ``ad.vjp_call(lax.cond, args, kwargs, g)`` / ``ad.jvp_call(...)`` for
+these (classify: kind "control"); the rules below differentiate the branch and body
+functions with the transforms themselves (closures included, see common/closures.py) and
+assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
+eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
+
+Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
+code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
+``[trip_count, ...]`` buffer under jit, by a forward `scan`) and re-runs one iteration's
+forward code to differentiate it. A `while_loop`'s trip count is only known when it runs,
+so under jit its reverse mode is an error (forward mode works).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from transpiler import tree_util
+from transpiler.errors import TranspileError, user_location
+from transpiler.tree_util._registry import sequence_like
+
+
+def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
+    """(cotangents of `args`, cotangent of `fn`'s closure) for ``fn(*args)`` and `g`."""
+    from transpiler.transforms.ad.cotangents import vjp_call_closure
+    *bars, fn_bar = vjp_call_closure(fn, args, {}, g)
+    return tuple(bars), fn_bar
+
+
+def _jvp(fn: Any, primals: tuple, tangents: tuple, fn_dot: Any) -> tuple[Any, Any]:
+    from transpiler.transforms.ad.forward import _filled, jvp_call
+    out, out_dot = jvp_call(fn, primals, tangents, {}, fn_dot)
+    return out, _filled(out_dot, out)
+
+
+def fill(bar: Any, primal: Any) -> Any:
+    """`bar` with `primal`'s full structure: zeros where nothing flowed (None) for values
+    that carry derivatives, None for the others (ints, static values). A function's
+    cotangent is the dict over its closure (common/closures.py)."""
+    from transpiler import numpy as jnp
+    from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
+    if is_closure(primal):
+        return {n: fill(bar.get(n) if bar else None, v) for n, v in closure_items(primal)
+                if carries_derivative(v)}
+    if isinstance(primal, dict):
+        return {k: fill(bar.get(k) if bar is not None else None, v) for k, v in primal.items()}
+    if isinstance(primal, (tuple, list)):
+        parts = [fill(bar[i] if bar is not None else None, v) for i, v in enumerate(primal)]
+        return sequence_like(primal, parts)
+    if primal is None or not carries_derivative(primal):
+        return None
+    return jnp.zeros_like(primal) if bar is None else bar
+
+
+def _add(a: Any, b: Any) -> Any:
+    from transpiler.transforms.ad.cotangents import add
+    return add(a, b)
+
+
+def _traced(x: Any) -> bool:
+    from transpiler.primitives.core import Tracer
+    return isinstance(x, Tracer)
+
+
+def _primal(fn: Any) -> Any:
+    """A user's branch or body as the rules run it (converted under jit, see common/generated.py's for_jit)."""
+    from transpiler.transforms.common.generated import for_jit
+    return for_jit(fn)
+
+
+# --- reverse mode --------------------------------------------------------------------------
+
+def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tuple,
+                  g: Any) -> tuple[tuple, tuple]:
+    """(cotangents of the branch functions, of the operands) through `cond`/`switch`:
+    each branch of the backward `select` runs that branch's VJP; every branch returns
+    every cotangent (zeros for the other branches' closures), so their types agree."""
+    def branch(k: int) -> Callable[..., Any]:
+        def run(*operands: Any) -> tuple:
+            bars, fn_bar = _vjp(fns[k], operands, g)
+            return (tuple(fill(fn_bar if j == k else None, f) for j, f in enumerate(fns)),
+                    tuple(fill(b, o) for b, o in zip(bars, operands)))
+        return run
+    from transpiler.lax.control import selecting_in_loops
+    with selecting_in_loops():  # an IREE 3.13 bug (see there)
+        fn_bars, op_bars = select(selector, [branch(k) for k in range(len(fns))], ops)
+    return fn_bars, op_bars
+
+
+def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    from transpiler import lax
+    if g is None:
+        return (None,) * len(args)
+    pred, true_fun, false_fun, *ops = args
+    fn_bars, op_bars = _branches_vjp(
+        lambda p, bs, o: lax.cond(p, bs[0], bs[1], *o), pred, (true_fun, false_fun),
+        tuple(ops), g)
+    return (None, *fn_bars, *op_bars)
+
+
+def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    from transpiler import lax
+    if g is None:
+        return (None,) * len(args)
+    index, branches, *ops = args
+    fn_bars, op_bars = _branches_vjp(lambda i, bs, o: lax.switch(i, bs, *o), index,
+                                     tuple(branches), tuple(ops), g)
+    return (None, type(branches)(fn_bars) if isinstance(branches, list) else fn_bars,
+            *op_bars)
+
+
+def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    """The forward loop as a `scan` that stores each iteration's carry, then a reverse
+    `scan` that differentiates one iteration at a time."""
+    from transpiler import lax
+    from transpiler import numpy as jnp
+    from transpiler.lax.loops import _index_dtype
+    lower, upper, body, init = args
+    if g is None:
+        return (None,) * 4
+    if _traced(lower) or _traced(upper):
+        raise TranspileError(
+            "reverse-mode differentiation of lax.fori_loop needs a static trip count, but "
+            "its bounds are traced values", user_location(),
+            "pass Python ints as lower and upper (mark them static with "
+            "jit(..., static_argnums=...)), or differentiate in forward mode (jvp, jacfwd)")
+    if int(upper) <= int(lower):
+        return (None, None, None, g)
+    index = jnp.arange(int(lower), int(upper), dtype=_index_dtype(lower, upper))
+
+    primal = _primal(body)
+
+    def forward(carry: Any, i: Any) -> tuple:
+        return primal(i, carry), carry
+
+    _, carries = lax.scan(forward, init, index)
+
+    def backward(acc: tuple, step: tuple) -> tuple:
+        carry_bar, body_bar = acc
+        i, carry = step
+        (_, bar), fn_bar = _vjp(body, (i, carry), carry_bar)
+        return (fill(bar, carry), _add(body_bar, fill(fn_bar, body))), None
+
+    (init_bar, body_bar), _ = lax.scan(backward, (fill(g, init), fill(None, body)),
+                                       (index, carries), reverse=True)
+    return (None, None, body_bar, init_bar)
+
+
+def _scan_args(args: tuple) -> tuple:
+    f, init = args[0], args[1]
+    xs = args[2] if len(args) > 2 else None
+    length = args[3] if len(args) > 3 else None
+    reverse = bool(args[4]) if len(args) > 4 else False
+    return f, init, xs, length, reverse
+
+
+def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    from transpiler import lax
+    from transpiler.lax.loops import _pair
+    if g is None:
+        return (None,) * len(args)
+    f, init, xs, length, reverse = _scan_args(args)
+    carry_bar, ys_bar = (None, None) if g is None else g
+
+    primal = _primal(f)
+
+    def forward(carry: Any, x: Any) -> tuple:
+        return _pair(primal(carry, x))[0], carry
+
+    _, carries = lax.scan(forward, init, xs, length=length, reverse=reverse)
+
+    def backward(acc: tuple, step: tuple) -> tuple:
+        c_bar, f_bar = acc
+        carry, x, y_bar = step
+        (bar, x_bar), fn_bar = _vjp(f, (carry, x), (c_bar, y_bar))
+        return (fill(bar, carry), _add(f_bar, fill(fn_bar, f))), fill(x_bar, x)
+
+    (init_bar, f_bar), xs_bar = lax.scan(backward, (fill(carry_bar, init), fill(None, f)),
+                                         (carries, xs, ys_bar), length=length,
+                                         reverse=not reverse)
+    return (f_bar, init_bar, xs_bar, *(None,) * (len(args) - 3))
+
+
+def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    from transpiler import lax
+    f, xs = args
+    if g is None:
+        return (None, None)
+
+    def backward(f_bar: Any, step: tuple) -> tuple:
+        x, y_bar = step
+        (x_bar,), fn_bar = _vjp(f, (x,), y_bar)
+        return _add(f_bar, fill(fn_bar, f)), fill(x_bar, x)
+
+    f_bar, xs_bar = lax.scan(backward, fill(None, f), (xs, g))
+    return (f_bar, xs_bar)
+
+
+def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Eagerly the trip count is known: the carries go on a Python list. Under jit it is
+    not: with ``max_iters`` the loop runs as a `scan` of that many masked steps (a step
+    after the condition failed keeps the carry); without it, a clear error."""
+    cond_fun, body_fun, init = args[:3]
+    max_iters = args[3] if len(args) > 3 else kwargs.get("max_iters")
+    if g is None:
+        return (None,) * len(args)
+    traced = _traced(g) or any(_traced(x) for x in tree_util.tree_leaves(init))
+    if traced and max_iters is not None:
+        return (None, *_bounded_while_vjp(cond_fun, body_fun, init, int(max_iters), g),
+                *(None,) * (len(args) - 3))
+    if traced:
+        raise TranspileError(
+            "reverse-mode differentiation of a while loop under jit: its trip count depends "
+            "on traced values, so the values each iteration needs in the backward pass "
+            "cannot be stored", user_location(),
+            "give the loop a bound: lax.while_loop(cond, body, init, max_iters=N); or use "
+            "lax.fori_loop with static bounds or lax.scan, or differentiate in forward mode "
+            "(jvp, jacfwd)")
+    carries: list[Any] = []
+    val = init
+    while cond_fun(val) and (max_iters is None or len(carries) < max_iters):
+        carries.append(val)
+        val = body_fun(val)
+    bar, body_bar = g, None
+    for carry in reversed(carries):
+        (bar,), fn_bar = _vjp(body_fun, (carry,), bar)
+        body_bar = _add(body_bar, fn_bar)
+    return (None, body_bar, bar, *(None,) * (len(args) - 3))
+
+
+def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
+                       g: Any) -> tuple:
+    from transpiler import lax
+    from transpiler import numpy as jnp
+
+    def where(keep: Any, new: Any, old: Any) -> Any:
+        return tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, old)
+
+    test, step = _primal(cond_fun), _primal(body_fun)
+
+    def forward(state: tuple, _: Any) -> tuple:
+        carry, running = state
+        keep = jnp.logical_and(running, test(carry))
+        return (where(keep, step(carry), carry), keep), (carry, keep)
+
+    _, (carries, kept) = lax.scan(forward, (init, jnp.asarray(True)), None, length=max_iters)
+
+    def backward(acc: tuple, step: tuple) -> tuple:
+        bar, body_bar = acc
+        carry, keep = step
+        (new_bar,), fn_bar = _vjp(body_fun, (carry,), bar)
+        return (where(keep, fill(new_bar, carry), bar),
+                _add(body_bar, where(keep, fill(fn_bar, body_fun),
+                                     fill(None, body_fun)))), None
+
+    (bar, body_bar), _ = lax.scan(backward, (fill(g, init), fill(None, body_fun)),
+                                  (carries, kept), reverse=True)
+    return body_bar, bar
+
+
+VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {
+    "cond": cond_vjp, "switch": switch_vjp, "fori_loop": fori_loop_vjp, "scan": scan_vjp,
+    "map": map_vjp, "while_loop": while_loop_vjp}
+
+
+# --- forward mode --------------------------------------------------------------------------
+
+def cond_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    pred, true_fun, false_fun, *ops = primals
+    _, true_dot, false_dot, *ops_dot = tangents
+
+    def branch(fn: Any, fn_dot: Any) -> Callable[..., Any]:
+        return lambda *operands: _jvp(fn, operands, tuple(ops_dot), fn_dot)
+
+    return lax.cond(pred, branch(true_fun, true_dot), branch(false_fun, false_dot), *ops)
+
+
+def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    index, branches, *ops = primals
+    _, branch_dots, *ops_dot = tangents
+    dots = list(branch_dots) if branch_dots is not None else [None] * len(branches)
+
+    def branch(fn: Any, fn_dot: Any) -> Callable[..., Any]:
+        return lambda *operands: _jvp(fn, operands, tuple(ops_dot), fn_dot)
+
+    return lax.switch(index, [branch(f, d) for f, d in zip(branches, dots)], *ops)
+
+
+def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    from transpiler.transforms.ad.forward import _filled
+    lower, upper, body, init = primals
+    body_dot, init_dot = tangents[2], tangents[3]
+
+    def step(i: Any, state: tuple) -> tuple:
+        carry, carry_dot = state
+        return _jvp(body, (i, carry), (None, carry_dot), body_dot)
+
+    return lax.fori_loop(lower, upper, step, (init, _filled(init_dot, init)))
+
+
+def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    from transpiler.transforms.ad.forward import _filled
+    cond_fun, body, init = primals[:3]
+    body_dot, init_dot = tangents[1], tangents[2]
+    bound = {"max_iters": primals[3]} if len(primals) > 3 else {}
+
+    def step(state: tuple) -> tuple:
+        carry, carry_dot = state
+        return _jvp(body, (carry,), (carry_dot,), body_dot)
+
+    test = _primal(cond_fun)
+    return lax.while_loop(lambda state: test(state[0]), step,
+                          (init, _filled(init_dot, init)), **bound)
+
+
+def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    from transpiler.transforms.ad.forward import _filled
+    f, init, xs, length, reverse = _scan_args(primals)
+    f_dot = tangents[0]
+    init_dot = tangents[1]
+    xs_dot = tangents[2] if len(tangents) > 2 else None
+
+    def step(state: tuple, x_and_dot: tuple) -> tuple:
+        carry, carry_dot = state
+        x, x_dot = x_and_dot
+        (new, y), (new_dot, y_dot) = _jvp(f, (carry, x), (carry_dot, x_dot), f_dot)
+        return (new, new_dot), (y, y_dot)
+
+    (carry, carry_dot), (ys, ys_dot) = lax.scan(
+        step, (init, _filled(init_dot, init)), (xs, _filled(xs_dot, xs)), length=length,
+        reverse=reverse)
+    return (carry, ys), (carry_dot, ys_dot)
+
+
+def map_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
+    from transpiler import lax
+    from transpiler.transforms.ad.forward import _filled
+    f, xs = primals
+    f_dot, xs_dot = tangents
+    return lax.map(lambda pair: _jvp(f, (pair[0],), (pair[1],), f_dot),
+                   (xs, _filled(xs_dot, xs)))
+
+
+JVP_RULES: dict[str, Callable[[tuple, tuple, dict], tuple]] = {
+    "cond": cond_jvp, "switch": switch_jvp, "fori_loop": fori_loop_jvp, "scan": scan_jvp,
+    "map": map_jvp, "while_loop": while_loop_jvp}
+
+
+# Batching rules (the vmap issue fills these slots): a batched `cond` predicate runs both
+# branches and selects, a batched `while_loop` condition loops while any lane is active.
+BATCH_RULES: dict[str, Any] = dict.fromkeys(VJP_RULES)

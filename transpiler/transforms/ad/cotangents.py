@@ -1,0 +1,634 @@
+"""Run-time helpers that generated derivative code calls (the ``ad.`` namespace).
+
+Cotangents are arrays, containers of cotangents (tuple, list, dict), or ``None`` for
+"zero, nothing flowed here", which keeps generated code free of zero arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import collections.abc
+import functools
+
+import numpy as np
+
+from transpiler.errors import TranspileError, user_location
+from transpiler.transforms.common import partials
+
+
+def add(a: Any, b: Any) -> Any:
+    """Sum of two cotangents; None is zero; containers (NamedTuples, dataclasses and other
+    registered pytrees too) add element by element."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        keys = list(a) + [k for k in b if k not in a]
+        return {k: add(a.get(k), b.get(k)) for k in keys}
+    node = _node(a)
+    if node is not None:
+        children, rebuild = node
+        return rebuild([add(x, y) for x, y in zip(children, _node(b)[0])])  # type: ignore[index]
+    from transpiler import numpy as jnp
+    return jnp.add(a, b)
+
+
+def _node(x: Any) -> Any:
+    """(children, rebuild) of a container cotangent: a tuple, list, NamedTuple, dataclass
+    or registered pytree; None for an array."""
+    if hasattr(x, "aval") or hasattr(x, "shape"):
+        return None
+    from transpiler.tree_util._registry import node_children
+    return node_children(x)
+
+
+def items_bar(d: dict, g: Any) -> Any:
+    """The cotangent of `d` from ``d.items()`` (`g`: one (key, value) cotangent each)."""
+    if g is None:
+        return None
+    return {k: (pair[1] if pair is not None else None) for k, pair in zip(d, g)}
+
+
+def values_bar(d: dict, g: Any) -> Any:
+    """The cotangent of `d` from ``d.values()``."""
+    return None if g is None else dict(zip(d, g))
+
+
+def items_tangent(d: dict, d_dot: Any) -> Any:
+    """The tangent of ``d.items()``: (None, tangent) per entry."""
+    return None if d_dot is None else [(None, d_dot.get(k)) for k in d]
+
+
+def values_tangent(d: dict, d_dot: Any) -> Any:
+    """The tangent of ``d.values()``."""
+    return None if d_dot is None else [d_dot.get(k) for k in d]
+
+
+def without_item(g: Any, key: Any) -> Any:
+    """The cotangent of `d` from ``with_item(d, key, v)``: `g` without `key`'s entry."""
+    return None if g is None else {k: v for k, v in g.items() if k != key}
+
+
+def repeat_bar(g: Any, size: int) -> Any:
+    """The cotangent of a tuple or list `xs` of `size` elements from that of ``xs * n``:
+    each element's, summed over the copies."""
+    if g is None:
+        return None
+    out = []
+    for i in range(size):
+        total = None
+        for k in range(i, len(g), size):
+            total = add(total, g[k])
+        out.append(total)
+    return type(g)(out) if isinstance(g, (tuple, list)) else out
+
+
+def set_item_tangent(x: Any, x_dot: Any, key: Any, value_dot: Any) -> Any:
+    """The tangent of dict or list `x` after ``x[key] = value`` in place (the library's
+    code: forward mode follows the element set)."""
+    if isinstance(x, dict):
+        return with_item_tangent(x, x_dot, key, value_dot)
+    if not isinstance(x, list):
+        raise TranspileError(f"cannot differentiate setting an element of a "
+                             f"{type(x).__name__} in place in forward mode", user_location())
+    tangent = list(x_dot) if isinstance(x_dot, list) else [None] * len(x)
+    tangent[key] = value_dot
+    return tangent
+
+
+def with_item_tangent(d: Any, d_dot: Any, key: Any, value_dot: Any) -> Any:
+    """The tangent of ``with_item(d, key, v)`` (None: zero)."""
+    if d_dot is None and value_dot is None:
+        return None
+    return {**(d_dot if d_dot is not None else {k: None for k in d}), key: value_dot}
+
+
+def attribute_bar(obj: Any, name: str, g: Any) -> Any:
+    """The cotangent of ``obj`` from ``y = obj.<name>`` with ``y_bar = g``: `obj`'s structure
+    (a NamedTuple, a dataclass or a registered pytree) with `g` in that attribute's place."""
+    if g is None or obj is None:
+        return None
+    node = _node(obj)
+    index = _child_index(obj, name, node)
+    children, rebuild = node
+    return rebuild([g if i == index else None for i in range(len(children))])
+
+
+def attribute_tangent(obj_dot: Any, name: str) -> Any:
+    """The tangent of ``obj.<name>``: that attribute of the tangent (None: zero)."""
+    return None if obj_dot is None else getattr(obj_dot, name)
+
+
+def _child_index(obj: Any, name: str, node: Any) -> int:
+    """Which pytree child of `obj` its attribute `name` is (raises when it is none)."""
+    fields = getattr(type(obj), "_fields", None)
+    if isinstance(obj, tuple) and fields is not None and name in fields:
+        return fields.index(name)
+    value = getattr(obj, name)
+    if node is not None:
+        for i, child in enumerate(node[0]):
+            if child is value:
+                return i
+    raise TranspileError(
+        f"cannot differentiate through the attribute `.{name}` of a {type(obj).__name__}: "
+        "it is not one of its pytree children", user_location(),
+        "register the class as a pytree (tree_util.register_pytree_node_class or "
+        "register_dataclass) with the attribute among its children")
+
+
+def item(g: Any, key: Any) -> Any:
+    """``g[key]`` of a container cotangent, None when nothing flowed."""
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return g.get(key)
+    return g[key]
+
+
+def appended(xs: Any, value: Any) -> list:
+    """``xs.append(value)`` as a new list: reverse mode rewrites appends into this, so that a
+    list built in a loop is an ordinary value whose cotangent is a list (the last entry's
+    for `value`, the others' for `xs`)."""
+    return [*xs, value]
+
+
+def appended_tangent(xs: Any, xs_dot: Any, value_dot: Any) -> Any:
+    """The tangent of ``appended(xs, value)``: a list of tangents (None: zero)."""
+    if xs_dot is None and value_dot is None:
+        return None
+    return [*(xs_dot if xs_dot is not None else [None] * len(xs)), value_dot]
+
+
+def rows_tangent(t: Any, kind: type) -> Any:
+    """The tangent of ``list(x)`` or ``tuple(x)``: of a sequence, the same; of an array, its
+    rows (None: zero)."""
+    return None if t is None else kind(t)
+
+
+def rows_bar(g: Any, x: Any) -> Any:
+    """The cotangent of `x` from ``list(x)``/``tuple(x)``: of an array, the rows' cotangents
+    stacked back (zeros where none flowed)."""
+    if g is None or not (hasattr(x, "shape") and isinstance(g, (tuple, list))):
+        return g
+    from transpiler import numpy as jnp
+    if all(r is None for r in g):
+        return None
+    rows = []
+    for i in range(len(g)):  # (a loop: forward mode differentiates it, for second order)
+        if g[i] is None:
+            rows.append(jnp.zeros_like(x[i]))
+        else:
+            rows.append(g[i])
+    return jnp.stack(rows)
+
+
+def basis_of(x: Any) -> Any:
+    """The one-hot arrays of `x`'s elements, stacked: shape ``(x.size, *x.shape)`` (the
+    tangents, or cotangents, a Jacobian maps). Static: built from the shape alone."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    aval = abstractify(x)
+    size = int(np.prod(aval.shape, dtype=np.int64))
+    return jnp.reshape(jnp.eye(size, dtype=aval.dtype), (size, *aval.shape))
+
+
+def forward_jacobian(columns: Any, x: Any) -> Any:
+    """``(x.size, *out.shape)`` columns (one jvp per input element) as the Jacobian
+    ``(*out.shape, *x.shape)``."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    moved = jnp.moveaxis(columns, 0, -1)
+    return jnp.reshape(moved, (*jnp.shape(moved)[:-1], *abstractify(x).shape))
+
+
+def reverse_jacobian(rows: Any, out: Any, x: Any) -> Any:
+    """``(out.size, *x.shape)`` rows (one vjp per output element) as the Jacobian
+    ``(*out.shape, *x.shape)``."""
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    return jnp.reshape(rows, (*abstractify(out).shape, *abstractify(x).shape))
+
+
+def spread(bar: Any, args: tuple) -> tuple:
+    """The cotangents of ``*args`` as a tuple of one entry per argument."""
+    return tuple(bar) if bar is not None else (None,) * len(args)
+
+
+def index_bar(container: Any, index: Any, g: Any) -> Any:
+    """The cotangent of ``container`` from ``y = container[index]`` with ``y_bar = g``."""
+    if g is None or container is None:  # nothing flowed, or a zero (None) container
+        return None
+    if isinstance(container, dict):
+        return {k: (g if k == index else None) for k in container}
+    if isinstance(container, (tuple, list)):
+        bars: list[Any] = [None] * len(container)
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(container))), g):
+                bars[i] = gi
+        else:
+            bars[index] = g
+        return type(container)(bars) if isinstance(container, list) else tuple(bars)
+    from transpiler import numpy as jnp
+    return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
+
+
+class _Seed:
+    """``_out_bar=ad.SEED`` asks for grad's seed; ``None`` means no cotangent (zero)."""
+
+    def __repr__(self) -> str:
+        return "ad.SEED"
+
+
+SEED = _Seed()
+
+
+class _SeedIfScalar:
+    """``_out_bar=ad.SEED_IF_SCALAR``: grad's seed for a real scalar output, else no
+    cotangent (a Jacobian's code then maps a basis of cotangents instead)."""
+
+    def __repr__(self) -> str:
+        return "ad.SEED_IF_SCALAR"
+
+
+SEED_IF_SCALAR = _SeedIfScalar()
+
+
+def is_scalar(out: Any) -> bool:
+    """Whether `out` is a real scalar array (static: its aval only)."""
+    from transpiler import dtypes
+    from transpiler.primitives.core import abstractify
+    try:
+        aval = abstractify(out)
+    except TypeError:
+        return False
+    return aval.shape == () and dtypes.is_float(aval.dtype)
+
+
+def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
+    """The output cotangent: the caller's (vjp), or ``grad``'s 1.0 for a real scalar."""
+    if has_aux and not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = f"{type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) \
+            else type(out).__name__
+        raise TranspileError(f"with has_aux=True the function must return a pair (output, "
+                             f"aux), got {got}", user_location(),
+                             "return (loss, aux), or drop has_aux=True")
+    if out_bar is SEED_IF_SCALAR:
+        out_bar = SEED if is_scalar(out[0] if has_aux else out) else None
+    if out_bar is not SEED:
+        return (out_bar, None) if has_aux and out_bar is not None else out_bar
+    value = out[0] if has_aux else out
+    from transpiler import dtypes
+    from transpiler import numpy as jnp
+    from transpiler.primitives.core import abstractify
+    try:
+        aval = abstractify(value)
+    except TypeError:
+        raise TranspileError(f"grad requires the function to return a scalar array, got "
+                             f"{type(value).__name__}", user_location(),
+                             "with has_aux=True return (loss, aux)") from None
+    if aval.shape != () or not dtypes.is_float(aval.dtype):
+        raise TranspileError(
+            f"grad requires a real scalar output, got {aval}", user_location(),
+            "reduce the output (e.g. jnp.sum or jnp.mean), or use vjp/jacrev for "
+            "non-scalar outputs")
+    one = jnp.ones_like(value)
+    return (one, None) if has_aux else one
+
+
+_IN_PLACE: dict[Any, bool] = {}
+
+
+def needs_primal(fn: Any) -> bool:
+    """Whether the user's function `fn` updates arrays in place (``y[0] = v``): Python
+    cannot run it as is on immutable arrays, so reverse mode's forward pass calls
+    ``primal(fn)`` instead (static: the answer depends on the source only)."""
+    import types
+    code = getattr(fn, "__code__", None)
+    if not isinstance(fn, types.FunctionType) or code is None:
+        return False
+    known = _IN_PLACE.get(code)
+    if known is None:
+        from transpiler.frontend import is_library, read_function
+        from transpiler.frontend.fence import updates_in_place
+        from transpiler.transforms.common.traced import readable
+        known = _IN_PLACE[code] = not is_library(fn) and readable(fn) and \
+            updates_in_place(read_function(fn)[0].func)
+    return known
+
+
+def primal(fn: Any) -> Any:
+    """`fn` as the transforms rewrite it (its in-place updates functional): its reverse-mode
+    code with nothing differentiated, which computes the value alone."""
+    from transpiler.transforms.common.generated import for_jit
+    from transpiler.transforms.reverse.generate import vjp_function
+    _, generated = vjp_function(fn, frozenset(), False)
+    return functools.partial(_value_of, for_jit(generated))
+
+
+def _value_of(generated: Any, *args: Any, **kwargs: Any) -> Any:
+    return generated(*args, **kwargs)[0]
+
+
+def sequence_derivative(d: Any, xs: Any) -> Any:
+    """Through ``_sequence(xs)`` (a lowered loop's iterable), the tangent of its result
+    from that of `xs`, or the cotangent of `xs` from that of its result: itself, but none
+    for a dict or set (its keys or elements)."""
+    return None if isinstance(xs, (dict, set, frozenset)) else d
+
+
+def unbound(obj: Any, name: str) -> Any:
+    """The function behind ``obj.<name>(...)`` that takes `obj` first: a method written in a
+    Python class (so ``m.loss(w)`` is differentiated as ``Model.loss(m, w)``)."""
+    import inspect
+    import types
+    attr = inspect.getattr_static(obj, name, None)
+    library = type(obj).__module__.split(".")[0] == "transpiler" and not getattr(
+        type(obj), "methods_differentiable", False)  # (the library's methods have rules)
+    if isinstance(attr, types.FunctionType) and not library:
+        return attr
+    if isinstance(obj, (str, bytes, int)):  # ``k.startswith("w")`` on a dict's key: static
+        return getattr(type(obj), name)
+    raise TranspileError(f"cannot differentiate the method `.{name}()` of a "
+                         f"{type(obj).__name__}: it is not a function written in a Python "
+                         "class", user_location(),
+                         "call the transpiler.numpy function of the same name, or a plain "
+                         "function")
+
+
+def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
+    if fn is functools.partial:  # making one, or calling one (transforms/common/partials.py)
+        return partials.make_vjp(args, kwargs, g)[0]
+    if partials.is_partial(fn):
+        return partials.call_vjp(fn, args, kwargs, g)[:-1]
+    from transpiler.primitives.core import Primitive
+    from transpiler.transforms.common.closures import closure_vjp, is_closure
+    from transpiler.transforms.ad.control import VJP_RULES
+    from transpiler.transforms.reverse.custom_vjp import CustomVJP
+    if isinstance(fn, CustomVJP):
+        return custom_vjp_bwd(fn, args, kwargs, g)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's VJP
+        return fn.vjp(args, kwargs, g)
+    from transpiler.transforms.common.classify import CONTROL_MODULES
+    rule = VJP_RULES.get(getattr(fn, "__qualname__", "")) \
+        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    if rule is not None:
+        return rule(args, kwargs, g)
+    if is_closure(fn):
+        return closure_vjp(fn, args, kwargs, g)[0]
+    if g is None or (isinstance(fn, Primitive) and not fn.differentiable):
+        return (None,) * len(args)
+    if isinstance(fn, Primitive):
+        if fn.vjp is None:
+            raise TranspileError(f"the primitive `{fn.name}` has no VJP rule", user_location())
+        out = fn(*args, **kwargs)
+        rule = vjp_rule(fn, args, kwargs)
+        return rule(out, g, *args, **kwargs)
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.reverse.generate import vjp_function
+    if not any(_differentiable(a) for a in args):
+        return (None,) * len(args)
+    from transpiler.transforms.common import traced
+    if not traced.readable(target(fn)):  # a builtin, C function, class: traced
+        return traced.vjp(fn, args, kwargs, g)
+    active = active_params(fn, [_differentiable(a) for a in args])
+    _, generated = vjp_function(fn, active, False)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    from transpiler.transforms.common.generated import for_jit
+    return for_jit(generated)(*args, **kwargs, **{keyword: g})[1][:len(args)]
+
+
+def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """`vjp_call`, plus the cotangent of `fn` itself as the last entry: the dict of its
+    closure's cotangents (see transforms/common/closures.py), None when `fn` is no closure."""
+    from transpiler.transforms.common.closures import closure_vjp, is_closure
+    if is_closure(fn):
+        bars, fn_bar = closure_vjp(fn, args, kwargs, g)
+        return (*bars, fn_bar)
+    if partials.is_partial(fn):
+        return partials.call_vjp(fn, args, kwargs, g)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(closure)
+        bars, fn_bar = fn.vjp(args, kwargs, g, with_closure=True)
+        return (*bars, fn_bar)
+    bars = vjp_call(fn, args, kwargs, g)
+    from transpiler.transforms.common.traced import holds_arrays
+    if g is not None and holds_arrays(fn):  # a partial or bound method over arrays
+        raise TranspileError(
+            f"cannot differentiate through {getattr(fn, '__name__', type(fn).__name__)}: "
+            "it binds differentiated arrays (a functools.partial or a bound method made "
+            "inside the differentiated function), and their derivative would be lost",
+            user_location(), "pass those arrays as arguments of the call instead")
+    return (*bars, None)
+
+
+def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """(positional cotangents, dict of keyword cotangents) of ``fn(*args, **kwargs)`` for a
+    Python function known at run time whose keyword arguments are differentiated."""
+    if fn is functools.partial:  # partial(f, scale=s) (transforms/common/partials.py)
+        return partials.make_vjp(args, kwargs, g)
+    from transpiler.transforms.common import traced
+    from transpiler.transforms.common.generated import target, for_jit
+    from transpiler.transforms.reverse.generate import vjp_function
+    from transpiler.transforms.common.closures import is_closure
+    from transpiler.transforms.common.signature import source_signature
+    differentiated = differentiated_keywords(kwargs)
+    if g is None or not differentiated and not any(_differentiable(a) for a in args):
+        return (None,) * len(args), {}
+    target = target(fn)
+    if not traced.readable(target) or is_closure(fn) or \
+            getattr(type(fn), "runtime_transform", False):
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(sorted(differentiated))}) of a call of "
+                             f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
+                             "pass the differentiated values positionally")
+    params = source_signature(target).parameters
+    positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY,
+                                                             p.POSITIONAL_OR_KEYWORD)]
+    active = active_params(fn, [_differentiable(a) for a in args]) | set(differentiated)
+    _, generated = vjp_function(fn, frozenset(active), False)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    result = for_jit(generated)(*args, **kwargs, **{keyword: g})
+    bars = result[1]
+    kw_bars = dict(result[2]) if len(result) > 2 and isinstance(result[2], dict) else {}
+    for k in differentiated:
+        if k in positional:
+            kw_bars[k] = bars[positional.index(k)]
+    return tuple(bars[:len(args)]), kw_bars
+
+
+def vjp_call_closure_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """(positional cotangents, dict of keyword cotangents, cotangent of `fn`) of
+    ``fn(*args, **kwargs)`` for a local function value that carries derivatives (a closure,
+    a partial): `vjp_call_keywords` and `vjp_call_closure` in one."""
+    from transpiler.transforms.common.closures import is_closure
+    if not is_closure(fn) and not partials.is_partial(fn) and \
+            not getattr(type(fn), "runtime_transform", False):
+        bars, keyword_bars = vjp_call_keywords(fn, args, kwargs, g)
+        return bars, keyword_bars, None
+    carried = differentiated_keywords(kwargs)
+    if carried and g is not None:
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(carried)}) of a call of a function that closes "
+                             "over differentiated values", user_location(),
+                             "pass the differentiated values positionally")
+    result = vjp_call_closure(fn, args, kwargs, g)
+    return tuple(result[:-1]), {}, result[-1]
+
+
+def differentiated_keywords(kwargs: dict) -> list:
+    """The keywords whose values carry a derivative, in order (static)."""
+    return [k for k, v in kwargs.items() if _differentiable(v)]
+
+
+def keyword_bars(bars: dict, d: dict) -> Any:
+    """The cotangent of a dict passed as ``**d``: its keys' entries of the keyword cotangents."""
+    picked = {k: bars.get(k) for k in d}
+    return None if all(v is None for v in picked.values()) else picked
+
+
+def active_params(fn: Any, active: list) -> frozenset:
+    """The parameter names of Python callee `fn` (its own signature, not a wrapped
+    function's: the wrapper's code is what is transformed) that the positional arguments
+    marked in `active` bind; the ``*args`` name when an active one goes there."""
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.common.signature import source_signature, star_name
+    target = target(fn)
+    params = [p.name for p in source_signature(target).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = {n for n, on in zip(params, active) if on}
+    if any(active[len(params):]):
+        star = star_name(target)
+        if star is None:
+            raise TranspileError(f"{getattr(fn, '__name__', fn)}() takes {len(params)} "
+                                 f"positional arguments but {len(active)} were given",
+                                 user_location())
+        names.add(star)
+    return frozenset(names)
+
+
+def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The VJP rule of primitive `fn` for these operands as a Python function
+    ``rule(out, out_bar, *args, **params) -> (bar or None per arg)``.
+
+    Rules come from the primitive's template as generated source (see
+    `ad.templates.vjp_rule_function`), so a derivative that calls one -- `vjp_call` does, for
+    callees known only at run time -- can itself be differentiated. Operands with a
+    floating dtype are the active ones. (Static: it inspects dtypes only.)"""
+    from transpiler import dtypes
+    from transpiler.primitives.core import abstractify
+    from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
+    template = fn.vjp
+    floating = [dtypes.is_float(abstractify(a).dtype) for a in args]
+    if template.variadic:  # evaluated directly (not differentiable a second time)
+        def evaluate(out: Any, g: Any, *operands: Any, **params: Any) -> tuple:
+            return tuple(evaluate_vjp(template, list(operands), params, out, g))
+        return evaluate
+    active = frozenset(op for op, is_float in zip(template.operands, floating) if is_float)
+    return vjp_rule_function(template, fn.name, active, tuple(sorted(kwargs)))
+
+
+def custom_vjp_bwd(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Cotangents of ``fn(*args, **kwargs)`` for a `custom_vjp` function: its fwd rule
+    recomputes the residuals, its bwd rule maps ``g`` to one cotangent per positional
+    argument (keywords resolved to positions; None at nondiff_argnums and for zeros)."""
+    positional = fn.positional(args, kwargs)
+    out, residuals = fn.forward(positional)  # also: "no VJP defined" before anything flows
+    if g is None:
+        return (None,) * len(positional)
+    return fn.backward(positional, residuals, out, g)
+
+
+def _differentiable(value: Any) -> bool:
+    """Whether a run-time argument can carry a cotangent (floating arrays, and containers
+    that hold one)."""
+    if isinstance(value, (tuple, list, dict)):
+        return any(_differentiable(v) for v in (value.values() if isinstance(value, dict)
+                                                 else value))
+    if isinstance(value, float):
+        return True
+    if isinstance(value, collections.abc.Iterator):  # what it yields is unseen: the traced
+        return True                                  # fallback refuses it (transforms/common/traced.py)
+    if isinstance(value, functools.partial):  # its bound values' (transforms/common/partials.py)
+        return any(_differentiable(v) for v in (*value.args, *value.keywords.values()))
+    from transpiler import dtypes
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
+        from transpiler import tree_util
+        return _node(value) is not None and any(
+            _differentiable(leaf) for leaf in tree_util.tree_leaves(value))
+    return dtypes.is_float(dtypes.canonicalize(dtype))
+
+
+ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's args
+
+
+def with_element(args: tuple, x: Any) -> tuple:
+    """`args` with the comprehension's element `x` in the ``ELEMENT`` slot (structural:
+    vmap moves the companions the same way)."""
+    out = []
+    for a in args:  # (a loop, not a comprehension: forward mode differentiates it too)
+        if a is ELEMENT:
+            out.append(x)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = None) -> Any:
+    """Cotangent of ``xs`` from ``ys = [fn(..., x, ...) for x in xs]`` with ``ys_bar = g``;
+    `args` gives the call's positional arguments with ``ELEMENT`` where ``x`` goes."""
+    if g is None:
+        return None
+    slot = args.index(ELEMENT)
+    bars = []
+    for x, gi in zip(xs, g):
+        call_args = with_element(args, x)
+        bars.append(vjp_call(fn, call_args, kwargs or {}, gi)[slot])
+    if all(b is None for b in bars):
+        return None
+    return tuple(bars) if isinstance(xs, tuple) else bars
+
+
+def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
+    """Raise the TranspileError the transform found for a statement, when it is reached."""
+    from transpiler.codegen.disk_cache import local_path
+    from transpiler.errors import _PACKAGE_DIR, SourceLocation
+    loc = SourceLocation(local_path(file), line, col) if file is not None else None
+    if loc is not None and loc.file.startswith(_PACKAGE_DIR):
+        # inside the library (a derivative of its own helpers): say where the user's code
+        # asked for it, and which line of the library could not be differentiated
+        message = f"{message} (in {loc.file}:{loc.line})"
+        loc = user_location()
+    raise TranspileError(message, loc, hint)
+
+
+def defined(scope: dict, names: tuple) -> tuple:
+    """The values of `names` in `scope` (a loop iteration's locals), None where unassigned:
+    names a loop body assigns on some paths only."""
+    return tuple(scope.get(n) for n in names)
+
+
+def finalize(bar: Any, primal: Any) -> Any:
+    """The gradient of one argument: `bar` with the primal's structure and dtypes, zeros
+    where nothing flowed. Differentiated as the identity in `bar` (classify: "pass")."""
+    from transpiler.transforms.common.arguments import finalize
+    return finalize(bar, primal)
+
+
+def or_zeros(bar: Any, primal: Any) -> Any:
+    """`bar`, or zeros shaped like `primal` (containers too) when nothing flowed."""
+    if bar is not None:
+        return bar
+    if not isinstance(primal, (dict, list, tuple)) and not _differentiable(primal):
+        return None  # ints, strings, shapes: nothing flows into them
+    if isinstance(primal, dict):
+        parts = {k: or_zeros(None, v) for k, v in primal.items()}
+        return None if all(p is None for p in parts.values()) else parts
+    node = _node(primal)
+    if node is not None:  # tuples, lists, NamedTuples, registered pytrees
+        items = [or_zeros(None, v) for v in node[0]]
+        return None if all(p is None for p in items) else node[1](items)
+    from transpiler import numpy as jnp
+    return jnp.zeros_like(primal)

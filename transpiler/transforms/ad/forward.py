@@ -1,0 +1,275 @@
+"""Run-time helpers that generated forward-mode code calls (part of the ``ad.`` namespace).
+
+Tangents are arrays or containers of them; ``None`` inside a container means zero (an
+integer result, a value that does not depend on the differentiated inputs).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from transpiler.transforms.common import partials
+
+
+def zeros_like_tree(value: Any) -> Any:
+    """Zeros with `value`'s structure, shapes and dtypes (None stays None)."""
+    from transpiler import numpy as jnp
+    if value is None or isinstance(value, (str, bytes, type)) or callable(value):
+        return None  # a zero cotangent of generated code, or a static value: no tangent
+    if isinstance(value, dict):
+        return {k: zeros_like_tree(v) for k, v in value.items()}
+    from transpiler.transforms.ad.cotangents import _node
+    node = _node(value)
+    if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
+        return node[1]([zeros_like_tree(v) for v in node[0]])
+    return jnp.zeros_like(value)
+
+
+def _filled(tangent: Any, value: Any) -> Any:
+    """`tangent`, with zeros where it (or a part of it) is None."""
+    if tangent is None:
+        return zeros_like_tree(value)
+    if isinstance(value, dict) and isinstance(tangent, dict):
+        return {k: _filled(tangent.get(k), v) for k, v in value.items()}
+    from transpiler.transforms.ad.cotangents import _node
+    node, parts = _node(value), _node(tangent)
+    if node is not None and parts is not None:  # tuples, NamedTuples, registered pytrees
+        return node[1]([_filled(t, v) for t, v in zip(parts[0], node[0])])
+    return tangent
+
+
+def unpack_tangents(tangent: Any, value: Any, n: Any) -> tuple:
+    """The tangents of ``a, b, ... = value`` (a container, or an array along axis 0); for a
+    nested target ``(a, b), c = value``, `n` gives each element's spec (None: a name)."""
+    if isinstance(n, tuple):
+        flat = unpack_tangents(tangent, value, len(n))
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        return tuple(t if spec is None else unpack_tangents(t, v, spec)
+                     for t, v, spec in zip(flat, items, n))
+    if isinstance(value, (tuple, list, dict)):
+        parts = list(value.values()) if isinstance(value, dict) else list(value)
+        tangents = [None] * n if tangent is None else (
+            list(tangent.values()) if isinstance(tangent, dict) else list(tangent))
+        return tuple(_filled(t, v) for t, v in zip(tangents, parts))
+    tangent = _filled(tangent, value)
+    return tuple(tangent[i] for i in range(n))
+
+
+def tangents_of(tangent: Any, values: Any) -> tuple:
+    """The tangents of the items of a tuple passed as ``*values`` (None: all zero)."""
+    if tangent is None:
+        return (None,) * len(values)
+    return tuple(tangent)
+
+
+def at(tangent: Any) -> Any:
+    """``tangent.at`` (a tangent may be a NumPy array the user passed)."""
+    from transpiler import numpy as jnp
+    return jnp.asarray(tangent).at
+
+
+def index_tangent(tangent: Any, index: Any, out: Any) -> Any:
+    """The tangent of ``out = value[index]``: the same indexing of the tangent."""
+    if tangent is None:
+        return zeros_like_tree(out)
+    if isinstance(tangent, dict):
+        return _filled(tangent.get(index), out)
+    return _filled(tangent[index], out)
+
+
+def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+             fn_dot: Any = None, kwargs_dot: Any = None) -> tuple:
+    """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time;
+    `fn_dot` is the tangent of a closure's closed-over values (see transforms/common/closures.py),
+    `kwargs_dot` those of keyword arguments (a Python function's, or a closure's, only)."""
+    if fn is functools.partial or partials.is_partial(fn):  # (transforms/common/partials.py)
+        if fn is functools.partial:
+            return partials.make_jvp(primals, tangents, kwargs, kwargs_dot or {})
+        return partials.call_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot or {})
+    kwargs_dot = {k: d for k, d in (kwargs_dot or {}).items() if d is not None}
+    if kwargs_dot:
+        return _keyword_jvp_call(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
+    from transpiler.primitives.core import Primitive
+    from transpiler.transforms.common.closures import closure_jvp, is_closure
+    from transpiler.transforms.ad.control import JVP_RULES
+    from transpiler.transforms.reverse.custom_vjp import CustomVJP
+    from transpiler.transforms.forward.custom_jvp import CustomJVP
+    from transpiler.transforms.common.classify import CONTROL_MODULES
+    rule = JVP_RULES.get(getattr(fn, "__qualname__", "")) \
+        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    if rule is not None:
+        return rule(primals, tangents, kwargs)
+    if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's JVP
+        return fn.jvp(primals, tangents, kwargs, fn_dot)
+    if is_closure(fn):
+        return closure_jvp(fn, primals, tangents, kwargs, fn_dot)
+    if isinstance(fn, CustomJVP):
+        return fn.apply(primals, tangents)
+    if isinstance(fn, CustomVJP) and fn.nondifferentiable:
+        fn.forward(primals)  # raises its error
+    if isinstance(fn, CustomVJP) and fn.linear:
+        out = fn(*primals, **kwargs)
+        return out, None if tangents[0] is None else fn(tangents[0], *primals[1:], **kwargs)
+    if isinstance(fn, CustomVJP):
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
+                             user_location(), "give it a custom_jvp rule instead")
+    if isinstance(fn, Primitive):
+        out = fn(*primals, **kwargs)
+        if not fn.differentiable or all(t is None for t in tangents):
+            return out, None
+        rule = jvp_rule(fn, primals, tangents, kwargs)
+        return out, rule(out, primals, tangents, **kwargs)
+    from transpiler.transforms.common import traced
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.ad.cotangents import _differentiable
+    if all(t is None or not _differentiable(p) for p, t in zip(primals, tangents)):
+        return fn(*primals, **kwargs), None  # (integer values carry no derivative)
+    if not traced.readable(target(fn)):  # a builtin, C function, class: traced
+        return traced.jvp(fn, primals, tangents, kwargs)
+    return _generated_jvp_call(fn, primals, tangents, kwargs, {})
+
+
+def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn_dot: Any,
+                      kwargs_dot: dict) -> tuple:
+    """`jvp_call` with differentiated keyword arguments: Python functions and closures
+    take their tangents as ``<name>_dot`` keywords of the generated code."""
+    from transpiler.errors import TranspileError, user_location
+    from transpiler.transforms.common import traced
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.common.closures import closure_jvp, is_closure
+    target = target(fn)
+    if is_closure(fn):
+        return closure_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
+    if not isinstance(target, types.FunctionType) or not traced.readable(target) \
+            or getattr(type(fn), "runtime_transform", False):
+        raise TranspileError(f"cannot differentiate the keyword arguments "
+                             f"({', '.join(kwargs_dot)}) of a call of "
+                             f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
+                             "pass the differentiated values positionally")
+    return _generated_jvp_call(fn, primals, tangents, kwargs, kwargs_dot)
+
+
+def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+                        kwargs_dot: dict) -> tuple:
+    """Python function `fn`'s generated jvp, called with the tangents of its positional
+    arguments (a tuple for ``*args``) and of its keyword arguments `kwargs_dot`."""
+    from transpiler.transforms.common.generated import target, for_jit
+    from transpiler.transforms.forward.api import jvp_function
+    from transpiler.transforms.ad.cotangents import active_params
+    from transpiler.transforms.common.signature import source_signature, star_name
+    active = active_params(fn, [t is not None for t in tangents]) | set(kwargs_dot)
+    if not active:
+        return fn(*primals, **kwargs), None
+    _, generated = jvp_function(fn, frozenset(active))
+    suffix = getattr(generated, "tangent_suffix", "_dot")
+    target = target(fn)
+    params = [p.name for p in source_signature(target).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
+    star = star_name(target)
+    if star in active:  # the rest go to *args: one tuple of tangents
+        given[f"{star}{suffix}"] = tuple(tangents[len(params):])
+    given.update({f"{k}{suffix}": d for k, d in kwargs_dot.items()})
+    return for_jit(generated)(*primals, **kwargs, **given)
+
+
+def map_jvp(fn: Any, xs: Any, xs_dot: Any, args: tuple, kwargs: dict) -> tuple:
+    """``ys = [fn(..., x, ...) for x in xs]`` and its tangent; `args` holds ``ELEMENT``
+    where ``x`` goes (see cotangents.map_bar, its reverse-mode twin)."""
+    from transpiler.transforms.ad.cotangents import ELEMENT
+    slot = args.index(ELEMENT)
+    outs, dots = [], []
+    tangents = [None] * len(xs) if xs_dot is None else list(xs_dot)
+    for x, x_dot in zip(xs, tangents):
+        call = tuple(x if a is ELEMENT else a for a in args)
+        call_dots = tuple(x_dot if i == slot else None for i in range(len(args)))
+        out, out_dot = jvp_call(fn, call, call_dots, kwargs)
+        outs.append(out)
+        dots.append(out_dot)
+    return outs, dots
+
+
+_RULES: dict[tuple, Any] = {}
+
+
+def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
+    """Primitive `fn`'s JVP template as a generated Python function
+    ``rule(out, operands, tangents, **params) -> out_dot`` for the operands whose
+    tangents are given: a derivative that calls it (through `jvp_call`) can itself be
+    differentiated. (Static: it inspects which tangents are None.)"""
+    from transpiler.primitives.jvp_template import JVPTemplate
+    from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
+    template = fn.jvp
+    assert isinstance(template, JVPTemplate)
+    if template.variadic:  # evaluated directly (not differentiable a second time)
+        def evaluate(out: Any, operands: tuple, dots: tuple, **params: Any) -> Any:
+            return evaluate_jvp(template, list(operands), list(dots), params, out)
+        return evaluate
+    active = tuple(t is not None and op in template.contributions
+                   for op, t in zip(template.operands, tangents))
+    key = (fn.name, active, tuple(sorted(kwargs)), len(primals))
+    if key not in _RULES:
+        from transpiler.codegen import load_source
+        from transpiler.transforms.forward.transform import _substitute
+        operands = list(template.operands[:len(primals)])
+        dots = [f"{op}_dot" for op in operands]
+        terms = [f"({template.contribution(op)})" for op, on in zip(operands, active) if on]
+        signature = "out, operands, dots"
+        if kwargs:
+            signature += ", *, " + ", ".join(sorted(kwargs))
+        body = " + ".join(_substitute(t, {}) for t in terms) if terms else "None"
+        func = f"jvp_rule_{fn.name}"
+        source = (f"# Generated by transpiler (the JVP template of `{fn.name}`); do not edit.\n"
+                  f"def {func}({signature}):\n"
+                  f"    {', '.join(operands)}, = operands\n"
+                  f"    {', '.join(dots)}, = dots\n"
+                  f"    return ad.tangent_like({body}, out)\n")
+        _RULES[key] = load_source(source, func, template_namespace(), {},
+                                  "transpiler.transforms.ad.templates")
+    return _RULES[key]
+
+
+def custom_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: Any = None) -> tuple:
+    """``(out, out_dot)`` of a `custom_jvp` function, from its own rule."""
+    if kwargs:
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
+                             "supported", user_location(), "pass them positionally")
+    return fn.apply(primals, tangents)
+
+
+def custom_jvp_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """Reverse mode through a `custom_jvp` function: its rule is linear in the tangents, so
+    the cotangents of the inputs are the transpose of that linear map applied to `g` --
+    reverse mode of the rule's tangent output with respect to its tangents (one call of
+    generated code, itself differentiable: a second derivative goes through the rule)."""
+    from transpiler.transforms.ad.cotangents import _differentiable, item
+    if kwargs:
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
+                             "supported", user_location(), "pass them positionally")
+    if g is None:
+        return (None,) * len(args)
+    keep = []  # (loops, not comprehensions: this code is differentiated again)
+    static = []
+    primals = []
+    tangents = []
+    for i in range(len(args)):
+        if i in fn.nondiff_argnums:
+            static.append(args[i])
+        else:
+            keep.append(i)
+            primals.append(args[i])
+            tangents.append(zeros_like_tree(args[i]))  # (any point: the map is linear)
+    transpose = fn.transposed()
+    tangents_bar = transpose(tuple(static), tuple(primals), tuple(tangents), _out_bar=g)[1][2]
+    bars: list[Any] = []
+    for i in range(len(args)):
+        if i in keep and _differentiable(args[i]):
+            bars.append(item(tangents_bar, keep.index(i)))
+        else:
+            bars.append(None)
+    return tuple(bars)

@@ -1,0 +1,114 @@
+"""Derivatives through ``vmap``: the VJP of a batched function is the batched VJP, and its
+JVP the batched JVP (JAX's rules). A `Vmapped` called inside differentiated code runs
+these at run time (``ad.vjp_call`` / ``ad.jvp_call`` reach them). A vmapped closure's
+closed-over values are shared by the batch: their cotangents are summed over it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transpiler import tree_util
+from transpiler.tree_util._registry import sequence_like
+
+
+def _axes_per_arg(v: Any, n: int) -> tuple:
+    axes = v.in_axes
+    if isinstance(axes, list):
+        axes = tuple(axes)
+    return axes if isinstance(axes, tuple) else (axes,) * n
+
+
+def _parts(v: Any, n: int) -> tuple[Any, list, list, list]:
+    """The function to differentiate, and (names, values, axes) of the closed-over values
+    (closure conversion, transforms/common/closures.py) followed by the arguments'."""
+    from transpiler.transforms.common import closures
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.batch.api import _arg_names
+    target = target(v.fun)
+    free = closures._free_params(target) if closures.is_closure(target) else []
+    names = [name for name, _ in free] + _arg_names(v.fun, n)
+    return target, names, [value for _, value in free], [None] * len(free)
+
+
+def vmap_vjp(v: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Any]:
+    """Cotangents of ``v(*args, **kwargs)`` (one per argument, and the dict of a closure's):
+    f's VJP vmapped over the same axes; a value the batch shares (in_axes None, closed
+    over) gets the sum over the batch."""
+    from transpiler.transforms.common import closures
+    from transpiler.transforms.reverse.generate import vjp_function
+    from transpiler.transforms.ad.cotangents import _differentiable
+    from transpiler.transforms.batch.api import Vmapped
+    target, names, free, free_axes = _parts(v, len(args))
+    if g is None:
+        return (None,) * len(args), None
+    values = [*free, *args]
+    active = frozenset(n for n, a in zip(names, values)
+                       if any(_differentiable(x) for x in tree_util.tree_leaves(a)))
+    if not active:
+        return (None,) * len(args), None
+    if free:
+        generated = closures.closure_vjp_function(target, active)
+    else:
+        generated = vjp_function(target, active, False)[1]
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+
+    def per_member(member_args: Any, member_g: Any, member_kwargs: Any) -> Any:
+        return generated(*member_args, **member_kwargs, **{keyword: member_g})[1]
+
+    axes = (*free_axes, *_axes_per_arg(v, len(args)))
+    batched = Vmapped(per_member, (axes, v.out_axes, 0), 0, v.axis_name, v.axis_size)
+    bars = [_unbatch(b, a) for b, a in zip(batched(tuple(values), g, kwargs), axes)]
+    k = len(free)
+    fn_bar = {n: b for n, b in zip(names[:k], bars[:k]) if b is not None}
+    return tuple(bars[k:]), (fn_bar or None)
+
+
+def _unbatch(bar: Any, axes: Any) -> Any:
+    """A batched cotangent (batch axis 0) to the argument's layout `axes` (a prefix)."""
+    if bar is None:
+        return None
+    if isinstance(bar, dict):
+        return {k: _unbatch(b, axes.get(k) if isinstance(axes, dict) else axes)
+                for k, b in bar.items()}
+    if isinstance(bar, (tuple, list)):
+        parts = [_unbatch(b, axes[i] if isinstance(axes, (tuple, list)) else axes)
+                 for i, b in enumerate(bar)]
+        return sequence_like(bar, parts)
+    from transpiler import numpy as jnp
+    if axes is None:
+        return jnp.sum(bar, axis=0)
+    return jnp.moveaxis(bar, 0, axes)
+
+
+def vmap_jvp(v: Any, primals: tuple, tangents: tuple, kwargs: dict,
+             fn_dot: Any = None) -> tuple:
+    """``(out, out_dot)`` of ``v(*primals)``: f's JVP vmapped over the same axes (the
+    tangent of a value the batch shares is shared too)."""
+    from transpiler.transforms.common import closures
+    from transpiler.transforms.forward.api import jvp_function
+    from transpiler.transforms.batch.api import Vmapped
+    target, names, free, free_axes = _parts(v, len(primals))
+    free_dots = [(fn_dot or {}).get(n) for n in names[:len(free)]]
+    values, dots_all = [*free, *primals], [*free_dots, *tangents]
+    active = frozenset(n for n, t in zip(names, dots_all) if t is not None)
+    if not active:
+        return v(*primals, **kwargs), None
+    if free:
+        generated = closures.closure_jvp_function(target, active)
+    else:
+        generated = jvp_function(target, active)[1]
+    suffix = getattr(generated, "tangent_suffix", "_dot")
+    axes = (*free_axes, *_axes_per_arg(v, len(primals)))
+    dot_axes = {k: a for k, a, t in zip(keys_all(names, suffix), axes, dots_all) if t is not None}
+    dots = {k: t for k, t in zip(keys_all(names, suffix), dots_all) if t is not None}
+
+    def per_member(member_args: Any, member_dots: Any, member_kwargs: Any) -> Any:
+        return generated(*member_args, **member_kwargs, **member_dots)
+
+    batched = Vmapped(per_member, (axes, dot_axes, 0), (v.out_axes, v.out_axes),
+                      v.axis_name, v.axis_size)
+    return batched(tuple(values), dots, kwargs)
+
+
+def keys_all(names: list, suffix: str) -> list:
+    return [f"{n}{suffix}" for n in names]

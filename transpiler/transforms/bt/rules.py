@@ -1,0 +1,233 @@
+"""Which rule batches a call (`bt.call`): primitives, lax control flow and
+collectives, nested `vmap`, transform objects (``grad(f)`` ...), containers' methods, and
+Python functions from their source."""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from transpiler.errors import TranspileError, user_location
+from transpiler.primitives.core import Primitive
+from transpiler.transforms import bt
+from transpiler.transforms.common import partials
+
+
+def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
+             fn_dims: Any) -> tuple[Any, Any]:
+    if any(isinstance(a, (list, tuple)) for a in args) and _sequence_op(fn) is not None:
+        return _sequence_op(fn)(args, dims)  # `xs + ys`, `xs * n` on Python sequences
+    if isinstance(fn, Primitive):
+        return bt.primitive_call(fn, args, dims, kwargs, kwdims)
+    if fn is functools.partial:  # making or calling one (transforms/common/partials.py)
+        return partials.make_batched(args, dims, kwargs, kwdims)
+    if partials.is_partial(fn):
+        return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
+    from transpiler.transforms.batch.api import Vmapped, nested_call
+    if isinstance(fn, Vmapped):
+        return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
+    fn = stand_in(fn)  # Python's max, min, sum: their batchable forms
+    special = _special(fn)
+    if special is not None:
+        return special(fn, args, dims, kwargs, kwdims)
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.reverse.custom_vjp import CustomVJP
+    from transpiler.transforms.forward.custom_jvp import CustomJVP
+    fn = target(fn)
+    while isinstance(fn, (CustomVJP, CustomJVP)):  # batched: the function itself
+        fn = target(fn.fun)
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        return dispatch(fn.__func__, (fn.__self__, *args), (None, *dims), kwargs, kwdims,
+                        fn_dims)
+    from transpiler.transforms.common.traced import readable
+    if isinstance(fn, types.FunctionType) and readable(fn):
+        return bt.function_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    method = getattr(type(fn), "__call__", None)
+    if isinstance(method, types.FunctionType) and not isinstance(fn, type):  # jacrev(f) ...
+        return dispatch(method, (fn, *args), (None, *dims), kwargs, kwdims, None)
+    from transpiler.transforms.common import (  # no source: traced (transforms/common/traced.py)
+        traced
+    )
+    return traced.batch(fn, args, dims, kwargs, kwdims)
+
+
+_HELPERS: dict[int, Any] = {}
+
+
+def _array_of_sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``jnp.array([x0, x1 * 2])`` with batched elements: each element with the batch axis
+    first (unbatched ones broadcast), stacked along the nesting axes, which then move
+    after the batch axis."""
+    if not args or not isinstance(args[0], (list, tuple)) or bt.batched(kwdims) \
+            or not bt.batched(dims[0]):
+        from transpiler.transforms.common.generated import target
+        return bt.function_call(target(fn), args, dims, kwargs, kwdims, None)
+    from transpiler import numpy as jnp
+    from transpiler.primitives.batching import materialize
+    size = bt.batch_size()
+
+    def front(x: Any, d: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            items = [front(v, d[i] if isinstance(d, (list, tuple)) else d)
+                     for i, v in enumerate(x)]
+            return jnp.stack(items, axis=1)  # the nesting axis, after the batch axis
+        return materialize(jnp.asarray(x, dtype=kwargs.get("dtype")), d, size)
+
+    out = front(args[0], dims[0])
+    dtype = kwargs.get("dtype")
+    return (out if dtype is None else jnp.asarray(out, dtype=dtype)), 0
+
+
+def _array_of_sequence_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict,
+                           kwdims: dict) -> tuple:
+    """The generated VJP of ``jnp.array(sequence)`` with batched elements or cotangent:
+    each element's cotangent is its slice of the cotangent (batch axis first)."""
+    keyword = getattr(fn, "cotangent_param", "_out_bar")
+    g, gd = kwargs.get(keyword), kwdims.get(keyword)
+    if not args or not isinstance(args[0], (list, tuple)) or not (bt.batched(dims) or
+                                                                  bt.batched(gd)):
+        return bt.function_call(fn, args, dims, kwargs, kwdims, None)
+    from transpiler import numpy as jnp
+    from transpiler.primitives.batching import materialize
+    from transpiler.transforms.ad import cotangents as rh
+    from transpiler.tree_util._registry import sequence_like
+    out, out_d = _array_of_sequence(jnp.array, args[:1], dims[:1], {}, {})
+    g = None if g is None or g is rh.SEED else materialize(g, gd, bt.batch_size())
+
+    def split(x: Any, bar: Any) -> tuple[Any, Any]:
+        if isinstance(x, (list, tuple)):
+            parts = [split(v, None if bar is None else bar[:, i]) for i, v in enumerate(x)]
+            return sequence_like(x, [p[0] for p in parts]), sequence_like(x, [p[1] for p in parts])
+        if bar is None:
+            return None, None
+        return jnp.asarray(bar, dtype=jnp.result_type(x)), 0
+
+    bars, bar_dims = split(args[0], g)
+    rest = (None,) * (len(args) - 1)
+    return (out, (bars, *rest)), (out_d, (bar_dims, *rest))
+
+
+def _special(fn: Any) -> Any:
+    from transpiler.transforms.bt import control as control_batch
+    from transpiler.transforms.batch import api as vmap_api
+    if isinstance(fn, bt.Method):
+        return _method
+    if fn in (tuple, list):
+        return _container
+    if fn is abs:
+        return _abs
+    from transpiler import numpy as jnp
+    if fn in (jnp.array, jnp.asarray):
+        return _array_of_sequence
+    vjp_of = getattr(fn, "vjp_of", None)  # the generated VJP of jnp.array / asarray
+    if isinstance(vjp_of, tuple) and vjp_of[0] in (jnp.array, jnp.asarray):
+        return _array_of_sequence_vjp
+    if fn is jnp.einsum:
+        from transpiler.transforms.bt.structural import einsum
+        return einsum
+    if fn is vmap_api.vmap:
+        return _vmap_of_closure
+    global _HELPERS
+    if not _HELPERS:
+        from transpiler.transforms.bt.structural import rules
+        _HELPERS = rules()
+    rule = _HELPERS.get(id(fn))
+    if rule is not None:
+        return rule
+    module = getattr(fn, "__module__", None)
+    if module in control_batch.MODULES:
+        from transpiler.transforms.bt import control_ad as control_batch_ad
+        name = getattr(fn, "__name__", "")
+        return control_batch.RULES.get(name) or control_batch_ad.RULES.get(name)
+    if module == "transpiler.lax.parallel":
+        from transpiler.transforms.bt import collectives as collective_batch
+        return collective_batch.RULES.get(getattr(fn, "__name__", ""))
+    return None
+
+
+def _container(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``tuple(x)`` / ``list(x)``: a container keeps its elements' companions; an array is
+    iterated along its first member axis; a dict gives its keys."""
+    from transpiler.transforms.bt.structural import _elements
+    values, element_dims = _elements(args[0], dims[0])
+    return fn(values), fn(element_dims)
+
+
+_CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "copy", "index", "count"})
+
+
+def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    obj, d = args[0], dims[0]
+    if isinstance(obj, dict) and m.name in _CONTAINER_METHODS and not bt.batched(dims[1:]):
+        dd = d if isinstance(d, dict) else {k: d for k in obj}
+        if m.name == "keys":
+            return obj.keys(), None
+        if m.name == "values":
+            return list(obj.values()), [dd.get(k) for k in obj]
+        if m.name == "items":
+            return list(obj.items()), [(None, dd.get(k)) for k in obj]
+        if m.name == "get":
+            return obj.get(*args[1:]), dd.get(args[1])
+        return obj.copy(), dict(dd)
+    if isinstance(obj, (list, tuple)) and m.name == "copy":
+        return obj.copy(), d  # type: ignore[union-attr]
+    from transpiler.tree_util import PyTreeDef
+    if isinstance(obj, PyTreeDef) and not bt.batched(d):
+        from transpiler.transforms.bt.structural import _treedef_rule
+        return _treedef_rule(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims)
+    if not bt.batched(d) and not hasattr(obj, "shape"):  # an object's method: its source
+        return dispatch(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims, None)
+    if not hasattr(obj, "shape"):  # a batched pytree's method: its function, `obj` first
+        from transpiler.transforms.ad.cotangents import unbound
+        return dispatch(unbound(obj, m.name), args, dims, kwargs, kwdims, None)
+    name = type(obj).__name__
+    raise TranspileError(f"vmap cannot batch the method `.{m.name}()` of a batched {name}",
+                         user_location(), "use the transpiler.numpy function of that name")
+
+
+def _abs(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    from transpiler import numpy as jnp
+    return bt.call(jnp.abs, args, dims)
+
+
+def _sequence_op(fn: Any) -> Any:
+    """``xs + ys`` and ``xs * n`` on Python lists and tuples (not arrays)."""
+    from transpiler import numpy as jnp
+    if fn is jnp.add:
+        return _concat
+    if fn is jnp.multiply:
+        return _repeat
+    return None
+
+
+def _listed(x: Any, d: Any) -> list:
+    return list(d) if isinstance(d, (list, tuple)) else [d] * len(x)
+
+
+def _concat(args: tuple, dims: tuple) -> tuple:
+    (a, b), (da, db) = args, dims
+    if isinstance(a, list) and not isinstance(b, list):  # `xs += ys` (canonicalized)
+        b = list(b)
+    out = a + b
+    return out, type(out)(_listed(a, da) + _listed(b, db))
+
+
+def _repeat(args: tuple, dims: tuple) -> tuple:
+    (a, b), (da, db) = args, dims
+    if isinstance(b, (list, tuple)):
+        (a, b), (da, db) = (b, a), (db, da)
+    if bt.batched(db):
+        raise TranspileError("a sequence is repeated a batched number of times",
+                             user_location(), "the repeat count must be static")
+    out = a * b
+    return out, type(out)(_listed(a, da) * b)
+
+
+def _vmap_of_closure(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``vmap(g)`` of a closure over batched values: the Vmapped carries g's companion."""
+    if bt.batched(dims[1:]) or bt.batched(kwdims):
+        raise TranspileError("vmap's in_axes / out_axes must not depend on the batch",
+                             user_location())
+    return fn(*args, **kwargs), dims[0]

@@ -1,0 +1,383 @@
+"""Batching rules of structural code: pytree utilities and the run-time helpers of
+generated derivative code (``ad.add`` ...), which rearrange containers whose leaves carry
+batch axes. A structural function moves leaves without computing on them, so the
+companions follow the same rearrangement: the function runs once on the values and once on
+the companions (each companion a leaf)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transpiler import tree_util
+from transpiler.transforms import bt
+from transpiler.tree_util._registry import sequence_like
+
+
+class _Dim:
+    """A companion as a pytree leaf (None and ints are not leaves of every pytree API)."""
+
+    __slots__ = ("dim",)
+
+    def __init__(self, dim: Any) -> None:
+        self.dim = dim
+
+
+def full_dims(x: Any, dims: Any) -> Any:
+    """`x`'s structure with a `_Dim` at every leaf (expanding None and int prefixes)."""
+    if isinstance(dims, (dict, tuple, list)):
+        if isinstance(x, dict):
+            return {k: full_dims(v, dims.get(k) if isinstance(dims, dict) else None)
+                    for k, v in x.items()}
+        if isinstance(x, (tuple, list)):
+            parts = [full_dims(v, d) for v, d in zip(x, dims)]
+            return sequence_like(x, parts)
+        return _Dim(None)
+    return tree_util.tree_map(lambda _: _Dim(dims), x)
+
+
+def plain(tree: Any) -> Any:
+    """`_Dim` leaves back to companions (ints and None)."""
+    if isinstance(tree, _Dim):
+        return tree.dim
+    if isinstance(tree, dict):
+        return {k: plain(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(plain(v) for v in tree) if not hasattr(tree, "_fields") else \
+            tuple(plain(v) for v in tree)
+    return None  # anything else a structural function returns (a treedef): unbatched
+
+
+def structural(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    out = fn(*args, **kwargs)
+    shadow = fn(*(_shadow(a, d) for a, d in zip(args, dims)),
+                **{k: _shadow(v, kwdims.get(k)) for k, v in kwargs.items()})
+    return out, plain(shadow)
+
+
+def _shadow(x: Any, dims: Any) -> Any:
+    """An argument of a structural function as its companions: values (and containers of
+    values) become `_Dim` leaves; other objects (a treedef, a key, an int) stay."""
+    if dims is None and not isinstance(x, (dict, tuple, list)) and not hasattr(x, "shape"):
+        return x
+    return full_dims(x, dims)
+
+
+def _treedef_rule(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``treedef.unflatten(leaves)`` (a bound method)."""
+    out = fn(*args, **kwargs)
+    leaves, leaf_dims = args[0], dims[0]
+    shadow = fn([_Dim(d) for d in _per_leaf(leaves, leaf_dims)])
+    return out, plain(shadow)
+
+
+def _per_leaf(leaves: Any, dims: Any) -> list:
+    if isinstance(dims, (list, tuple)):
+        return list(dims)
+    return [dims] * len(leaves)
+
+
+def tree_map(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``tree_map(f, tree, *rest)``: f batched at each leaf."""
+    f, tree, *rest = args
+    f_dims = dims[0]
+    leaves, treedef = tree_util.tree_flatten(tree, kwargs.get("is_leaf"))
+    dim_leaves = treedef.flatten_up_to(full_dims(tree, dims[1]))
+    others = [treedef.flatten_up_to(r) for r in rest]
+    other_dims = [treedef.flatten_up_to(full_dims(r, d)) for r, d in zip(rest, dims[2:])]
+    outs, out_dims = [], []
+    for i, leaf in enumerate(leaves):
+        values = (leaf, *(o[i] for o in others))
+        ds = tuple(plain(x) for x in (dim_leaves[i], *(o[i] for o in other_dims)))
+        out, d = bt.call(f, values, ds, {}, {}, f_dims)
+        outs.append(out)
+        out_dims.append(_Dim(d))
+    return treedef.unflatten(outs), plain(treedef.unflatten(out_dims))
+
+
+def rules() -> dict[int, Any]:
+    """id(function) -> rule, for the functions above."""
+    from transpiler.rewritten import with_item
+    from transpiler.transforms.ad import forward as fh
+    from transpiler.transforms.ad import cotangents as rh
+    table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
+    for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
+               rh.spread, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
+               with_item):
+        table[id(fn)] = structural
+    table[id(rh.index_bar)] = _index_bar
+    table[id(rh.item)] = _item
+    table[id(rh.with_element)] = _with_element
+    import builtins
+    from transpiler import rewritten
+    table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
+                  id(builtins.reversed): _reversed, id(builtins.dict): _dict,
+                  id(builtins.iter): _iter, id(rewritten.zip_list): _zip,
+                  id(rewritten.enumerate_list): _enumerate,
+                  id(rewritten.reversed_list): _reversed,
+                  id(rewritten.sequence): _sequence})
+    table[id(rh.vjp_call)] = _vjp_call
+    table[id(rh.custom_vjp_bwd)] = _custom_vjp_bwd
+    table[id(rh.add)] = _add
+    table[id(rh.finalize)] = _finalize
+    return table
+
+
+def _index_bar(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.index_bar(container, index, g)``: structural for containers, else
+    ``zeros_like(container).at[index].add(g)`` batched."""
+    container, index, g = args
+    if g is None or container is None or isinstance(container, (dict, tuple, list)):
+        return structural(fn, args, dims, kwargs, kwdims)
+    return bt.call(_index_bar_array, args, dims)
+
+
+def _item(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.item(g, key)``: structural for a container cotangent, an index of an array
+    one (the cotangent of an array's element, batched)."""
+    g = args[0]
+    if g is None or isinstance(g, (dict, tuple, list)) or not hasattr(g, "shape"):
+        return structural(fn, args, dims, kwargs, kwdims)
+    return bt.call(_getitem, args, dims)
+
+
+def _getitem(g: Any, key: Any) -> Any:
+    return g[key]
+
+
+def _index_bar_array(container: Any, index: Any, g: Any) -> Any:
+    from transpiler import numpy as jnp
+    return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
+
+
+
+def _add(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.add(a, b)``: cotangents summed leaf by leaf (None is zero)."""
+    (a, b), (da, db) = args, dims
+    if a is None:
+        return b, db
+    if b is None:
+        return a, da
+    if isinstance(a, dict):
+        keys = list(a) + [k for k in b if k not in a]
+        parts = {k: _add(fn, (a.get(k), b.get(k)), (_sub(da, k), _sub(db, k)), {}, {})
+                 for k in keys}
+        return {k: p[0] for k, p in parts.items()}, {k: p[1] for k, p in parts.items()}
+    if isinstance(a, (tuple, list)):
+        pairs = [_add(fn, (x, y), (_sub(da, i), _sub(db, i)), {}, {})
+                 for i, (x, y) in enumerate(zip(a, b))]
+        return (sequence_like(a, [p[0] for p in pairs]),
+                sequence_like(a, [p[1] for p in pairs]))
+    from transpiler import numpy as jnp
+    return bt.call(jnp.add, (a, b), (da, db))
+
+
+def _sub(dims: Any, k: Any) -> Any:
+    if isinstance(dims, dict):
+        return dims.get(k)
+    if isinstance(dims, (tuple, list)):
+        return dims[k]
+    return dims
+
+
+def _finalize(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.finalize(bar, primal)``: the gradient with the primal's structure and dtypes."""
+    from transpiler import numpy as jnp
+    from transpiler.transforms.common.arguments import leaves_like
+    (bar, primal), (dbar, dprimal) = args, dims
+    leaves, tree = tree_util.tree_flatten(primal)
+    primal_dims = tree.flatten_up_to(full_dims(primal, dprimal))
+    bars = leaves_like(bar, primal, len(leaves))
+    bar_dims = leaves_like(full_dims(bar, dbar) if bar is not None else None, primal,
+                            len(leaves))
+    out, out_dims = [], []
+    for b, db, p, dp in zip(bars, bar_dims, leaves, primal_dims):
+        member = bt.view(p, plain(dp))
+        if not hasattr(member, "shape"):  # a Python scalar primal: an array like JAX's
+            member = jnp.asarray(member)
+        if b is None:
+            out.append(jnp.zeros(member.shape, member.dtype))
+            out_dims.append(_Dim(None))
+            continue
+        db = plain(db)
+        b, db = bt.call(jnp.broadcast_to, (b, member.shape), (db, None))
+        b, db = bt.call(jnp.astype, (b, member.dtype), (db, None))
+        out.append(b)
+        out_dims.append(_Dim(db))
+    return tree.unflatten(out), plain(tree.unflatten(out_dims))
+
+
+def einsum(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``jnp.einsum(spec, *operands)``: the batch axis becomes one more index (a letter the
+    spec does not use), leading in each batched operand and in the output."""
+    from transpiler.primitives.batching import move_to_front
+    spec, operands, operand_dims = args[0], args[1:], dims[1:]
+    if not isinstance(spec, str) or bt.batched(dims[0]) or bt.batched(kwdims):
+        raise TypeError("vmap of einsum needs the subscripts string form")
+    inputs, arrow, output = spec.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if not arrow:  # the implicit output: the letters used once, in order
+        letters = [c for c in inputs if c.isalpha()]
+        output = ("..." if "..." in inputs else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    free = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
+                if c not in spec)
+    moved = []
+    for i, (x, d) in enumerate(zip(operands, operand_dims)):
+        if d is not None:
+            terms[i] = free + terms[i]
+            x = move_to_front(x, d)
+        moved.append(x)
+    return fn(f"{','.join(terms)}->{free}{output}", *moved, **kwargs), 0
+
+
+def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.with_element(args, x)``: x's companion goes where x goes."""
+    from transpiler.transforms.ad.cotangents import ELEMENT
+    (call_args, x), (args_dims, x_dims) = args, dims
+    listed = list(args_dims) if isinstance(args_dims, (tuple, list)) else \
+        [None] * len(call_args)
+    return fn(call_args, x), tuple(x_dims if a is ELEMENT else d
+                                   for a, d in zip(call_args, listed))
+
+
+def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.vjp_call(f, args, kwargs, g)`` (a callee of derivative code known at run time)
+    with batched operands: the VJP f would get, batched."""
+    import types
+
+    from transpiler.errors import TranspileError, user_location
+    from transpiler.primitives.core import Primitive
+    from transpiler.transforms.common import closures
+    from transpiler.transforms.ad import cotangents as rh
+    from transpiler.transforms.common import traced
+    from transpiler.transforms.common.generated import target
+    from transpiler.transforms.reverse.generate import vjp_function
+    f, call_args, call_kwargs, g = args
+    f_dims, a_dims, k_dims, g_dims = dims
+    a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
+    k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
+    from transpiler.transforms.bt import control_ad as control_batch_ad
+    from transpiler.transforms.common import partials
+    if partials.is_partial(f):  # its function, on the bound arguments first
+        k = len(f.args)
+        bound_dims, keyword_dims = partials.pair(f, f_dims if isinstance(f_dims, tuple) else None)
+        full_args, full_kwargs = partials.bound(f, call_args, call_kwargs)
+        bars, bars_dims = _vjp_call(fn, (f.func, full_args, full_kwargs, g),
+                                    (None, (*bound_dims, *a_dims), {**keyword_dims, **k_dims},
+                                     g_dims), {}, {})
+        return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
+    if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
+        return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
+    if g is None or bt.batched(f_dims):
+        if g is None:
+            return (None,) * len(call_args), None
+    elif isinstance(f, Primitive) and f.vjp is not None and f.differentiable:
+        out, out_dims = bt.call(f, call_args, a_dims, call_kwargs, k_dims)
+        rule = rh.vjp_rule(f, call_args, call_kwargs)
+        return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
+                       k_dims)
+    elif not traced.readable(target(f)) and not isinstance(f, Primitive):
+        return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
+    elif isinstance(f, types.FunctionType) and not closures.is_closure(f):
+        active = rh.active_params(f, [rh._differentiable(a) for a in call_args])
+        if not active:
+            return (None,) * len(call_args), None
+        generated = vjp_function(f, active, False)[1]
+        keyword = getattr(generated, "cotangent_param", "_out_bar")
+        out, out_dims = bt.call(generated, call_args, a_dims, {**call_kwargs, keyword: g},
+                                {**k_dims, keyword: g_dims})
+        bars, bars_dims = bt.getitem(out, out_dims, 1, None)
+        n = len(call_args)
+        return tuple(bars)[:n], tuple(_sub(bars_dims, i) for i in range(n))
+    raise TranspileError(f"vmap of the derivative of a call of {f!r} (known only at run time) "
+                         "is not supported", user_location(),
+                         "call a transpiler.numpy function or a plain Python function there")
+
+
+def _elements(x: Any, dims: Any) -> tuple[list, list]:
+    """The elements of a sequence and their companions (a dict's or set's: its keys,
+    which no batch axis reaches)."""
+    if isinstance(x, (dict, set, frozenset)):
+        return list(x), [None] * len(x)
+    values, element_dims = bt.unpack(x, dims, len(bt.view(x, dims)))
+    return list(values), list(element_dims)
+
+
+def _zip(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    parts = [_elements(a, d) for a, d in zip(args, dims)]
+    return list(zip(*(p[0] for p in parts))), list(zip(*(p[1] for p in parts)))
+
+
+def _enumerate(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    values, element_dims = _elements(args[0], dims[0])
+    start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+    return list(enumerate(values, start)), [(None, d) for d in element_dims]
+
+
+def _reversed(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    values, element_dims = _elements(args[0], dims[0])
+    return values[::-1], element_dims[::-1]
+
+
+def _sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``_sequence(xs)`` (a lowered loop's iterable): a dict's keys, a set's elements are
+    static; anything else is itself."""
+    out = fn(args[0])
+    return (args[0], dims[0]) if out is args[0] else (out, [None] * len(out))
+
+
+def _dict(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``dict(pairs, **kw)``: the companions keyed alike."""
+    out = dict(*args, **kwargs)
+    companions: dict = {}
+    if args:
+        source, d = args[0], dims[0]
+        if isinstance(source, dict):
+            companions.update(d if isinstance(d, dict) else dict.fromkeys(source, d))
+        else:
+            pairs, pair_dims = _elements(source, d)
+            for (key, _), pd in zip(pairs, pair_dims):
+                companions[key] = pd[1] if isinstance(pd, (tuple, list)) else pd
+    companions.update({k: kwdims.get(k) for k in kwargs})
+    return out, companions
+
+
+def _iter(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``iter(xs)`` (a lowered generator): the elements, as a list."""
+    return _elements(args[0], dims[0])
+
+
+def _custom_vjp_bwd(helper: Any, args: tuple, dims: tuple, kwargs: dict,
+                    kwdims: dict) -> tuple:
+    """``ad.custom_vjp_bwd(f, args, kwargs, g)`` on batched values: f's fwd and bwd rules
+    run batched (from their source, so a collective in bwd sees the whole batch); the
+    arguments are bound to positions here, not by batching the helper's `inspect` calls."""
+    import inspect
+
+    from transpiler.transforms.ad import cotangents as rh
+    f, f_args, f_kwargs, g = args
+    _, a_dims, k_dims, g_dims = dims
+    if f.fwd is None or f.bwd is None:
+        return helper(*args, **kwargs), None  # its "no VJP defined" error
+    if not isinstance(a_dims, (tuple, list)):
+        a_dims = (a_dims,) * len(f_args)
+    signature = inspect.signature(f.fun)
+    bound = signature.bind(*f_args, **f_kwargs)
+    bound.apply_defaults()
+    bound_dims = signature.bind(*a_dims, **{k: _sub(k_dims, k) for k in f_kwargs})
+    positional = f.positional(f_args, f_kwargs)  # (its keyword-only error)
+    pos_dims = tuple(bound_dims.arguments.get(name) for name in bound.arguments)
+    result, result_dims = bt.call(f.fwd, positional, pos_dims)
+    (out, residuals), (out_dims, res_dims) = bt.unpack(result, result_dims, 2)
+    if g is None:
+        return (None,) * len(positional), None
+    g, g_dims = _finalize(rh.finalize, (g, out), (g_dims, out_dims), {}, {})
+    nondiff = f.nondiff_argnums
+    cts, ct_dims = bt.call(f.bwd, (*(positional[i] for i in nondiff), residuals, g),
+                           (*(pos_dims[i] for i in nondiff), res_dims, g_dims))
+    diff = [i for i in range(len(positional)) if i not in nondiff]
+    cts, ct_dims = bt.unpack(cts, ct_dims, len(diff))
+    full, full_d = [None] * len(positional), [None] * len(positional)
+    for i, ct, d in zip(diff, cts, ct_dims):
+        full[i], full_d[i] = ct, d
+    return tuple(full), tuple(full_d)

@@ -1,0 +1,234 @@
+"""Derivatives of functions that close over values (nested ``def``s and lambdas).
+
+A closure is differentiated by *closure conversion*: its free variables
+(``co_freevars``) become leading parameters of the generated code, so
+
+* the generated code depends on the code object alone -- a lambda created afresh on every
+  call (a loop body, a branch) is transformed once, not once per call;
+* derivatives flow into the closed-over values: the cotangent of a function value is a
+  dict ``{free variable: cotangent}`` (its tangent, a dict of tangents), which the
+  transforms route back to the variables where the ``def`` or ``lambda`` is evaluated.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Optional
+
+_GENERATED: dict[tuple, tuple[str, Callable]] = {}
+_PARSED: dict[Any, Any] = {}
+
+
+def is_closure(fn: Any) -> bool:
+    return isinstance(fn, types.FunctionType) and bool(fn.__code__.co_freevars)
+
+
+def closure_items(fn: Any) -> list[tuple[str, Any]]:
+    """(name, value) of each variable `fn` closes over; None for a cell not yet bound."""
+    items = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            items.append((name, cell.cell_contents))
+        except ValueError:  # an empty cell (assigned later in the enclosing function)
+            items.append((name, None))
+    return items
+
+
+def carries_derivative(value: Any, depth: int = 0) -> bool:
+    """Whether a value can carry a derivative: floating arrays, containers, and functions
+    closing over such values."""
+    if is_closure(value):
+        return depth < 8 and any(carries_derivative(v, depth + 1)
+                                 for _, v in closure_items(value))
+    if isinstance(value, (tuple, list)):
+        return depth < 8 and any(carries_derivative(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return depth < 8 and any(carries_derivative(v, depth + 1) for v in value.values())
+    if isinstance(value, float):
+        return True
+    if isinstance(value, types.ModuleType) or not hasattr(value, "shape"):
+        return False  # modules, functions, ints, strings, other objects: constants
+    from transpiler.transforms.ad.cotangents import _differentiable
+    return _differentiable(value)
+
+
+def is_static(value: Any) -> bool:
+    """Closed-over values the generated code keeps as constants (by identity): modules,
+    classes, primitives, builtins and the library's functions never carry derivatives."""
+    from transpiler.frontend import is_library
+    from transpiler.primitives.core import Primitive
+    return isinstance(value, (types.ModuleType, type, Primitive, types.BuiltinFunctionType)) \
+        or (isinstance(value, types.FunctionType) and not value.__code__.co_freevars
+            and is_library(value))
+
+
+def converted(fn: Any) -> tuple[tuple[str, ...], tuple]:
+    """The closure's variables that become parameters, and the key of the generated code
+    (the code object and the identity of the variables kept as constants)."""
+    params, constants = [], []
+    for name, value in closure_items(fn):
+        if is_static(value):
+            constants.append((name, id(value)))
+        else:
+            params.append(name)
+    return tuple(params), (fn.__code__, tuple(constants))
+
+
+def _parsed(fn: Any, lower_comprehensions: bool = False) -> Any:
+    params, key = converted(fn)
+    parsed = _PARSED.get((key, lower_comprehensions))
+    if parsed is None:
+        from transpiler.frontend import parse_function
+        parsed = _PARSED[(key, lower_comprehensions)] = parse_function(
+            fn, closure_params=params, lower_comprehensions=lower_comprehensions)
+    return parsed
+
+
+def closure_vjp_function(fn: Any, active: frozenset) -> Callable:
+    """``vjp_<name>(*free, *args, _out_bar=...)`` for the code of closure `fn`."""
+    return _generated(fn, active, "reverse mode")
+
+
+def closure_jvp_function(fn: Any, active: frozenset) -> Callable:
+    """``jvp_<name>(*free, *args, <p>_dot=...)`` for the code of closure `fn`."""
+    return _generated(fn, active, "forward mode")
+
+
+def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
+    key = (mode, converted(fn)[1], active)
+    hit = _GENERATED.get(key)
+    if hit is None:
+        from transpiler.transforms.common.generated import emit_generated
+        parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
+        if mode == "reverse mode":
+            from transpiler.transforms.reverse.generate import vjp_function
+            from transpiler.transforms.reverse.transform import ReverseAD
+            generated = ReverseAD(parsed, active, False, vjp_function).run()
+        elif mode == "vmap":
+            from transpiler.frontend import is_library
+            from transpiler.transforms.batch.transform import Vectorize
+            generated = Vectorize(parsed, active, library=is_library(fn)).run()
+        else:
+            from transpiler.frontend import is_library
+            from transpiler.transforms.forward.transform import ForwardAD
+            from transpiler.transforms.forward.api import jvp_function
+            generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
+        function = emit_generated(fn, parsed, generated, mode)
+        # the keyword of the output cotangent, or the suffix of the tangents
+        setattr(function, {"reverse mode": "cotangent_param", "vmap": "batch_suffix"}.get(
+            mode, "tangent_suffix"), generated.out_bar)
+        hit = _GENERATED[key] = (generated.func.name.value, function)
+    return hit[1]
+
+
+def _free_params(fn: Any) -> list[tuple[str, Any]]:
+    """(name, value) of the closed-over variables the generated code takes as parameters."""
+    params = set(converted(fn)[0])
+    free = []
+    for n, v in closure_items(fn):  # (a loop: forward mode differentiates it, for second order)
+        if n in params:
+            free.append((n, v))
+    return free
+
+
+def _arg_names(fn: Any, count: int) -> list[str]:
+    """The parameter each of `count` positional arguments binds (the closure's own
+    signature, not a wrapped function's); arguments past them, its ``*args`` name."""
+    from transpiler.transforms.common.signature import source_signature, star_name
+    params = list(source_signature(fn).parameters.values())
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(names) < count:
+        star = star_name(fn)
+        if star is None:
+            from transpiler.errors import TranspileError, user_location
+            raise TranspileError(f"cannot differentiate a call of {fn.__name__} with {count} "
+                                 f"positional arguments: it takes {len(names)}", user_location())
+        return names + [star] * (count - len(names))
+    return names[:count]
+
+
+def _keyword_dots(names: list[str], dots: list, suffix: str, star: Optional[str]) -> dict:
+    """The tangent keywords of a generated jvp: one per parameter, a tuple for ``*args``."""
+    given: dict[str, Any] = {}
+    for n, d in zip(names, dots):
+        if n == star:  # *args: every argument's tangent, zeros as None
+            given.setdefault(f"{n}{suffix}", tuple(dd for m, dd in zip(names, dots) if m == n))
+        elif d is not None:
+            given[f"{n}{suffix}"] = d
+    return given
+
+
+def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Optional[dict]]:
+    """Cotangents of ``fn(*args, **kwargs)`` with output cotangent `g` for closure `fn`:
+    one per positional argument, and the dict of its closure's (None: nothing flowed)."""
+    if g is None:
+        return (None,) * len(args), None
+    free = _free_params(fn)
+    names = free_names(free) + _arg_names(fn, len(args))
+    values = free_values(free, args)
+    active = active_names(names, values)
+    if not active:
+        return (None,) * len(args), None
+    generated = closure_vjp_function(fn, active)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    from transpiler.transforms.common.generated import for_jit
+    _, bars = for_jit(generated)(*values, **kwargs, **{keyword: g})
+    k = len(free)
+    return tuple(bars[k:k + len(args)]), free_bars(free, bars[:k], active)
+
+
+# Each a helper the transforms differentiate as the linear map it is (classify: a closure's
+# derivative is the dict of its cells' derivatives; second order runs through these).
+
+def free_names(free: list) -> list:
+    """The names of `_free_params`' pairs (static)."""
+    return [n for n, _ in free]
+
+
+def free_values(free: list, args: tuple = ()) -> list:
+    """The values of `_free_params`' pairs, then `args`: what the generated code of the
+    closure is called with."""
+    return [v for _, v in free] + list(args)
+
+
+def free_values_tangent(free_dot: Optional[list], args_dot: Optional[tuple], free: list,
+                        args: tuple) -> list:
+    """The tangent of ``free_values(free, args)``."""
+    return ([None] * len(free) if free_dot is None else [d for _, d in free_dot]) + \
+        ([None] * len(args) if args_dot is None else list(args_dot))
+
+
+def active_names(names: list, values: list) -> frozenset:
+    """The names whose values carry a derivative (static)."""
+    return frozenset(n for n, v in zip(names, values) if carries_derivative(v))
+
+
+def free_params_tangent(free: list, fn_dot: Optional[dict]) -> list:
+    """The tangent of `_free_params(fn)` from `fn`'s (the dict of its cells' tangents)."""
+    return [(None, None if fn_dot is None else fn_dot.get(n)) for n, _ in free]
+
+
+def free_bars(free: list, bars: Any, active: frozenset) -> Optional[dict]:
+    """The closure's derivative: its cells' cotangents by name (None: nothing flowed)."""
+    fn_bar = {n: b for (n, _), b in zip(free, bars) if n in active and b is not None}
+    return fn_bar or None
+
+
+def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
+                fn_dot: Optional[dict], kwargs_dot: Optional[dict] = None) -> tuple[Any, Any]:
+    """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for closure `fn` whose closed-over
+    values have the tangents in `fn_dot` (and its keyword arguments those in `kwargs_dot`)."""
+    free = _free_params(fn)
+    names = [n for n, _ in free] + _arg_names(fn, len(primals)) + list(kwargs_dot or {})
+    values = [v for _, v in free] + list(primals)
+    dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents) + list(
+        (kwargs_dot or {}).values())
+    active = frozenset(n for n, d in zip(names, dots) if d is not None)
+    if not active:
+        return fn(*primals, **kwargs), None
+    generated = closure_jvp_function(fn, active)
+    suffix = getattr(generated, "tangent_suffix", "_dot")
+    from transpiler.transforms.common.generated import for_jit
+    from transpiler.transforms.common.signature import star_name
+    return for_jit(generated)(*values, **kwargs,
+                              **_keyword_dots(names, dots, suffix, star_name(fn)))

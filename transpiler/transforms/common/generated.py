@@ -1,0 +1,142 @@
+"""Generated code of a user function, shared by every transform: the Python function a
+transform reads behind our own wrappers (`target`), the frontend's parse of it (one per
+function), writing and loading the generated function in its namespace, and running it
+inside a jit trace (`for_jit`)."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable
+
+from transpiler.transforms.common.callables import as_function
+
+_PARSED: dict[tuple, Any] = {}  # (function, disk_cache.bindings) -> frontend output
+
+
+class ModuleCode(abc.ABC):
+    """A transform object (``grad(f)``, ``jit(f)``, ``vmap(f)``, ``pmap(f)`` ...) whose code
+    can be generated as soon as it is created: decorators rewrite at import (`at_creation`),
+    and so does the import hook for a module's top-level objects (transpiler/import_hook.py)."""
+
+    @abc.abstractmethod
+    def generate_code(self, module_name: str) -> None:
+        """Generate (and cache) the code this object runs, if it transforms a function
+        of the module `module_name`; a transform of a transform passes it on inwards."""
+
+
+def at_creation(value: ModuleCode) -> Any:
+    """`value` (a transform object just created), its code generated now unless
+    ``config.rewrite_on_import`` is off (then at first call)."""
+    from transpiler.config import config
+    if config.rewrite_on_import:
+        inner = next((getattr(value, a) for a in ("_original", "fun", "_fun")
+                      if hasattr(value, a)), None)
+        module = getattr(getattr(inner, "_fun", inner), "__module__", None)
+        if module is not None:
+            value.generate_code(module)
+    return value
+
+
+class Staged(ModuleCode):
+    """A function staged for compilation (``jit(f)``): the transforms see through it to
+    the function it stages (``_fun``), which they transform in its place."""
+
+    _fun: Callable
+
+
+class TransformedFunction(ModuleCode):
+    """What a transform returns (``grad(f)``, ``jacfwd(f)``, ``vmap(f)``): callable, and
+    transformable again through the plain generated Python it stands for."""
+
+    # Rules at run time: the AD transforms reach it through ad.vjp_call / ad.jvp_call
+    # instead of reading `differentiable()`'s source (vmap's batched functions).
+    runtime_transform = False
+
+    @abc.abstractmethod
+    def differentiable(self) -> Callable:
+        """This transform as plain generated Python that the transforms can take as input."""
+
+
+def primitive_function(fun: Any) -> Any:
+    """A primitive (``jnp.sin``) as the Python function ``def sin(x): return _p(x)``, which
+    the transforms can read (``grad(jnp.sin)``, ``vmap(jnp.sin)``); anything else as it is."""
+    from transpiler.primitives.core import Primitive
+    template = getattr(fun, "jvp", None) if isinstance(fun, Primitive) else None
+    if template is None or template.variadic:
+        return fun
+    hit = _PRIMITIVE_FUNCTIONS.get(fun.name)
+    if hit is not None:
+        return hit
+    import libcst as cst
+
+    from transpiler.codegen import emit
+    names = ", ".join(template.operands)
+    func = cst.parse_module(f"def {fun.name}({names}):\n"
+                            f"    return _p({names})\n").body[0]
+    hit = _PRIMITIVE_FUNCTIONS[fun.name] = emit(
+        func, {"_p": fun}, {}, transform="primitive", name=fun.name,  # type: ignore[arg-type]
+        file="<primitive>", line=0)
+    return hit
+
+
+_PRIMITIVE_FUNCTIONS: dict[str, Callable] = {}
+
+
+def target(fn: Any) -> Any:
+    """The Python function to transform behind our own wrappers: a jit's function, or a
+    grad's generated derivative (so grad(grad(f)) differentiates the derivative code)."""
+    while True:
+        if isinstance(fn, TransformedFunction):
+            return fn.differentiable()
+        inner = getattr(fn, "_fun", None)
+        if inner is None:  # partials, bound methods, callable objects: as plain functions
+            return as_function(primitive_function(fn))
+        fn = inner
+
+
+def for_jit(generated: Callable) -> Callable:
+    """Generated code as it runs: inside a jit trace, with its Python control flow on traced
+    values converted to lax control flow (transforms/autograph/convert.py)."""
+    from transpiler.primitives.core import trace_stack
+    if not trace_stack:
+        return generated
+    from transpiler.transforms.autograph.runtime import callee
+    return callee(generated)
+
+
+def parsed_function(fn: Callable) -> Any:
+    """The frontend's output for `fn`: one parse per function, whichever transform or
+    arguments are differentiated."""
+    from transpiler.codegen import disk_cache
+    key = (fn, disk_cache.bindings(fn))  # its namespace is read when it is parsed
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        from transpiler.frontend import parse_function
+        parsed = _PARSED[key] = parse_function(fn)
+    return parsed
+
+
+def emit_generated(fn: Callable, parsed: Any, generated: Any, transform: str) -> Callable:
+    """Write and load a generated function in `fn`'s namespace (plus the helper modules
+    and the generated callees it names)."""
+    from transpiler.codegen import emit
+    namespace = dict(parsed.namespace)
+    namespace.update(aliases(parsed.namespace))
+    namespace.update(generated.namespace)
+    first = min((loc.line for loc in parsed.locations.values() if loc is not None), default=0)
+    return emit(generated.func, namespace, generated.origin, transform=transform,
+                name=parsed.name, file=parsed.filename, line=first,
+                module_name=getattr(fn, "__module__", None) or "__transpiler_generated__")
+
+
+def aliases(namespace: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    from transpiler import lax
+    from transpiler import numpy as jnp
+    from transpiler.transforms import ad
+    from transpiler.transforms import bt
+    out = {}
+    for alias, module in (("jnp", jnp), ("lax", lax), ("np", np), ("ad", ad), ("bt", bt)):
+        out[alias if namespace.get(alias, module) is module else f"_{alias}"] = module
+    return out
