@@ -118,7 +118,8 @@ def test_the_record_is_readable_python_with_the_users_lines(caplog):
     f = lambda x: functools.reduce(lambda a, b: a * jnp.sin(b), [x[0], x[1]])  # noqa: E731
     with caplog.at_level(logging.INFO, logger="transpiler.traced"):
         tp.grad(f)(X + 0.125)
-    paths = [r.args[2] for r in caplog.records if "traced" in r.getMessage()]
+    paths = [r.args[2] for r in caplog.records
+             if r.name == "transpiler.traced" and "traced" in r.getMessage()]
     assert paths, caplog.text
     source = open(paths[-1]).read()
     assert "prim.sin(" in source and "test_traced_fallback.py:" in source, source

@@ -8,6 +8,7 @@ import builtins
 from typing import Any
 
 import numpy as np
+from transpiler.errors import located
 
 
 # `transpiler.numpy`, set when it finishes importing (it imports this module first). Methods
@@ -135,7 +136,6 @@ class ArrayMethods:
         return _jnp().getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from transpiler.errors import located
         raise located(TypeError, f"{type(self).__name__} does not support item assignment: "
                       "transpiler arrays are immutable, as JAX's are",
                       "write `x = x.at[index].set(value)`; inside a function that jit, grad "

@@ -27,6 +27,7 @@ from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.common.generated import ModuleCode, Staged, at_creation
+from transpiler.cache_files import write_atomic
 
 DeviceLike = Union[None, str, runtime.Device]
 
@@ -153,7 +154,6 @@ class Compiled:
     def save(self, path: Any) -> None:
         """Write the .vmfb; ``runtime.load(path)`` runs it with no compiler installed."""
         from pathlib import Path
-        from transpiler.cache_files import write_atomic
         write_atomic(Path(path), self.executable.vmfb)
 
 
@@ -174,7 +174,6 @@ class CrossCompiled:
 
     def save(self, path: Any) -> None:
         from pathlib import Path
-        from transpiler.cache_files import write_atomic
         write_atomic(Path(path), self.vmfb)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from runtime.cli import FORMAT, MANIFEST, CliError, add_run_parser
+from transpiler.cache_files import write_atomic
+from transpiler.config import config
 
 STAGES = ("python", "stablehlo", "linalg", "flow")
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
@@ -191,7 +193,6 @@ def _highlight(text: str, kind: str) -> str:
 # --- build -------------------------------------------------------------------------------------------
 def build_command(args: Any) -> int:
     from transpiler.cli.build import compile_artifact, lower_all, python_module
-    from transpiler.cache_files import write_atomic
     from transpiler.compiler import TARGETS
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     unknown = [t for t in targets if t not in TARGETS and t != "stablehlo"]
@@ -292,7 +293,6 @@ def _versions() -> dict:
 
 # --- cache -------------------------------------------------------------------------------------------
 def cache_command(args: Any) -> int:
-    from transpiler.config import config
     root = Path(config.cache_dir)
     if args.action == "clear":
         removed = 0

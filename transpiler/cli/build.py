@@ -8,6 +8,11 @@ from typing import Any
 
 from runtime.cli import CliError
 from transpiler.cli import _examples, _first_line, _jitted
+from transpiler.cache_files import write_atomic
+from transpiler.sharding.pmap_api import Pmapped
+from transpiler.compiler import MULTI_DEVICE_KINDS
+from transpiler.transforms.common.arguments import positional_names
+from transpiler.compiler import compile_vmfb, tiling_flags
 
 
 def python_module(path: Path, chosen: dict, manifest: dict) -> str:
@@ -39,8 +44,6 @@ def python_module(path: Path, chosen: dict, manifest: dict) -> str:
 def lower_all(chosen: dict, targets: list, out: Path, manifest: dict) -> tuple[list, list]:
     """Trace each function once (tracing is not thread-safe): its .mlir, its manifest
     entry, and the compile jobs; a function that fails to trace fails all its targets."""
-    from transpiler.cache_files import write_atomic
-    from transpiler.sharding.pmap_api import Pmapped
     jobs, failures = [], []
     for fname, (fn, specs) in chosen.items():
         try:
@@ -71,7 +74,6 @@ def _lower_pmap(fn: Any, specs: list, targets: list) -> tuple[dict, dict]:
     """A pmap's programs: the multi-device module for llvm-cpu (run here, the shards on
     the CPU devices), the per-replica StableHLO with native collectives for the rest
     (``stablehlo`` for XLA/PJRT; IREE's GPU targets run it with NCCL/RCCL channels)."""
-    from transpiler.compiler import MULTI_DEVICE_KINDS
     examples = _examples(specs)
     replicas = fn.export(*examples)
     local = [t for t in targets if t in MULTI_DEVICE_KINDS]
@@ -92,7 +94,6 @@ def _lower_pmap(fn: Any, specs: list, targets: list) -> tuple[dict, dict]:
 
 def _param_names(fn: Any, count: int) -> list[str]:
     """The function's own parameter names (a0, a1 ... where they cannot be read)."""
-    from transpiler.transforms.common.arguments import positional_names
     try:
         names = positional_names(getattr(fn, "_fun", fn))
     except (TypeError, ValueError):
@@ -101,7 +102,6 @@ def _param_names(fn: Any, count: int) -> list[str]:
 
 
 def compile_artifact(lowered: Any, target: str, cpu: str) -> bytes:
-    from transpiler.compiler import compile_vmfb, tiling_flags
     extra = tiling_flags(lowered.staged.text()) if target == "llvm-cpu" else []
     if getattr(lowered, "strategy", None) == "collectives" and target == "llvm-cpu":
         raise CliError("a pmap with native collectives cannot run on IREE's CPU devices "

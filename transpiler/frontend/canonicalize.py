@@ -34,6 +34,8 @@ from transpiler.frontend.passes import (
     run_stages,
     walk_statements,
 )
+from transpiler.frontend.passes import child_nodes
+from transpiler.frontend.fence import starred_names
 
 Statements = list[cst.BaseStatement]
 Loop = cst.For | cst.While
@@ -62,7 +64,6 @@ def _contains(node: cst.CSTNode, matcher: m.BaseMatcherNode) -> bool:
 def _own_returns(node: cst.CSTNode) -> list[cst.Return]:
     """The ``return`` statements under `node` that return from the function at hand (not
     those of a ``def`` nested in it)."""
-    from transpiler.frontend.passes import child_nodes
     found, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -236,7 +237,6 @@ class ExpandStarredTargets(LocatedTransformer):
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
                                   updated: cst.SimpleStatementLine) -> Any:
-        from transpiler.frontend.fence import starred_names
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign) or \
                 len(updated.body[0].targets) != 1:
             return updated

@@ -18,6 +18,7 @@ from transpiler.numpy.nan_reductions import *  # noqa: F401,F403
 from transpiler.numpy.products import *  # noqa: F401,F403
 from transpiler.numpy.indexing import *  # noqa: F401,F403
 from transpiler.numpy import linalg  # noqa: F401
+from transpiler import array_methods
 
 bool_ = _dtypes.bool_.type
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
@@ -63,7 +64,6 @@ def size(x):  # type: ignore[no-untyped-def]
 def _install_array_methods() -> None:
     import sys
 
-    from transpiler import array_methods
     array_methods.jnp = sys.modules[__name__]
 
 

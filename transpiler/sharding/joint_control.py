@@ -24,12 +24,12 @@ from transpiler.lowering.regions import Regions
 from transpiler.lowering.tracer import Tracer
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler import numpy as jnp
+from transpiler.lax.control import _condition, _converted, check_carry
+from transpiler.primitives import conversions as conv
 
 
 def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
-    from transpiler import numpy as jnp
-    from transpiler.lax.control import _condition, _converted, check_carry
-    from transpiler.primitives import conversions as conv
     from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
     cond_fun, body_fun = _condition(_converted(cond_fun)), _converted(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
@@ -132,7 +132,6 @@ def joint_branches(shards: Any, selector: Any, branches: Any, operands: tuple, o
                    names: Any) -> Any:
     """``lax.cond`` (`selector` a bool) or ``lax.switch`` (an int32 index) with a collective
     in a branch: every branch traced for all shards, each shard's result selected."""
-    from transpiler import numpy as jnp
     from transpiler.lax.control import _converted, _same_structure, join_avals
     outs = [_converted(branch)(*operands) for branch in branches]
     flat = [tree_util.tree_flatten(out) for out in outs]

@@ -34,6 +34,7 @@ from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
 from transpiler.per_thread import PerThreadList
+from transpiler.lowering.regions import Regions, _aval_or_value
 
 # The shard whose copy of a control-flow construct is being traced (ShardTrace.per_shard).
 _PROJECTION: PerThreadList[Optional[int]] = PerThreadList("shard_projection", [None])
@@ -147,7 +148,6 @@ class ShardTrace:
     def probe(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:
         """regions.probe_with_size: ``fn(*args)`` traced for all shards in a throwaway
         region (collectives included); its avals, and how many operations it emitted."""
-        from transpiler.lowering.regions import Regions, _aval_or_value
         with Regions(1) as regions:
             block = ir.Block.create_at_start(regions.holder.regions[0], [])
             trace = Trace(block, self.base)

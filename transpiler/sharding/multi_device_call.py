@@ -19,6 +19,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.lowering.trace import StagedModule
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.sharding.pmap_api import Pmapped, _leaf_axes, sharded_value
+from transpiler.transforms.autograph.runtime import convert_for_jit
 
 
 class DevicesExecutable:
@@ -65,7 +66,6 @@ def _shard_aval(leaf: Any, axis: Optional[int]) -> ShapedArray:
 
 def _per_shard_fun(pm: Pmapped, tree: Any, statics: dict,
                    out_box: list) -> Callable[..., list]:
-    from transpiler.transforms.autograph.runtime import convert_for_jit
 
     def flat_fun(*values: Any) -> list:
         dynamic, kwargs = tree_util.tree_unflatten(tree, list(values))

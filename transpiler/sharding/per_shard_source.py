@@ -19,17 +19,17 @@ def per_shard_source(pm: Any) -> str:
     from transpiler.transforms.autograph.runtime import convert_for_jit
     fun = pm.fun
     body = getattr(fun, "source", None) if not inspect.isfunction(fun) else None
-    target = target(fun)
+    fn_target = target(fun)
     if not isinstance(body, str):
         body = getattr(convert_for_jit(fun), "source", None)
     where = None  # the user's file and the line the shown code starts at
     if not isinstance(body, str):
-        lines, first = inspect.getsourcelines(target)
+        lines, first = inspect.getsourcelines(fn_target)
         decorators = next(i for i, line in enumerate(lines)
                           if not line.lstrip().startswith("@"))
         body = textwrap.dedent("".join(lines[decorators:]))
-        where = (inspect.getsourcefile(target) or "?", first + decorators)
-    return "\n".join(_header(pm, target, body, where)) + "\n" + body.rstrip() + "\n"
+        where = (inspect.getsourcefile(fn_target) or "?", first + decorators)
+    return "\n".join(_header(pm, fn_target, body, where)) + "\n" + body.rstrip() + "\n"
 
 
 def _header(pm: Any, target: Any, body: str, where: Any) -> list[str]:

@@ -25,6 +25,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms import bt
 from transpiler.transforms.batch.api import Vmapped
 from transpiler.transforms.common.generated import ModuleCode, at_creation
+from transpiler.sharding.per_shard_source import per_shard_source
 
 STRATEGIES = ("devices", "emulated", "collectives")
 
@@ -147,7 +148,6 @@ class Pmapped(Vmapped):
     def source(self) -> str:
         """The per-shard code: the function each device runs on its shard, with its
         collectives explicit, under a header saying how arguments are sharded."""
-        from transpiler.sharding.per_shard_source import per_shard_source
         return per_shard_source(self)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:

@@ -20,17 +20,26 @@ from typing import Any, Callable
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.tree_util._registry import sequence_like
+from transpiler.transforms.ad.cotangents import vjp_call_closure
+from transpiler.transforms.ad.forward import _filled, jvp_call
+from transpiler import numpy as jnp
+from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
+from transpiler.transforms.ad.cotangents import add
+from transpiler.primitives.core import Tracer
+from transpiler.transforms.common.generated import for_jit
+from transpiler.lax.control import selecting_in_loops
+from transpiler import lax
+from transpiler.lax.loops import _index_dtype
+from transpiler.lax.loops import _pair
 
 
 def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
     """(cotangents of `args`, cotangent of `fn`'s closure) for ``fn(*args)`` and `g`."""
-    from transpiler.transforms.ad.cotangents import vjp_call_closure
     *bars, fn_bar = vjp_call_closure(fn, args, {}, g)
     return tuple(bars), fn_bar
 
 
 def _jvp(fn: Any, primals: tuple, tangents: tuple, fn_dot: Any) -> tuple[Any, Any]:
-    from transpiler.transforms.ad.forward import _filled, jvp_call
     out, out_dot = jvp_call(fn, primals, tangents, {}, fn_dot)
     return out, _filled(out_dot, out)
 
@@ -39,8 +48,6 @@ def fill(bar: Any, primal: Any) -> Any:
     """`bar` with `primal`'s full structure: zeros where nothing flowed (None) for values
     that carry derivatives, None for the others (ints, static values). A function's
     cotangent is the dict over its closure (common/closures.py)."""
-    from transpiler import numpy as jnp
-    from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
     if is_closure(primal):
         return {n: fill(bar.get(n) if bar else None, v) for n, v in closure_items(primal)
                 if carries_derivative(v)}
@@ -55,18 +62,15 @@ def fill(bar: Any, primal: Any) -> Any:
 
 
 def _add(a: Any, b: Any) -> Any:
-    from transpiler.transforms.ad.cotangents import add
     return add(a, b)
 
 
 def _traced(x: Any) -> bool:
-    from transpiler.primitives.core import Tracer
     return isinstance(x, Tracer)
 
 
 def _primal(fn: Any) -> Any:
     """A user's branch or body as the rules run it (converted under jit, see common/generated.py's for_jit)."""
-    from transpiler.transforms.common.generated import for_jit
     return for_jit(fn)
 
 
@@ -83,14 +87,12 @@ def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tu
             return (tuple(fill(fn_bar if j == k else None, f) for j, f in enumerate(fns)),
                     tuple(fill(b, o) for b, o in zip(bars, operands)))
         return run
-    from transpiler.lax.control import selecting_in_loops
     with selecting_in_loops():  # an IREE 3.13 bug (see there)
         fn_bars, op_bars = select(selector, [branch(k) for k in range(len(fns))], ops)
     return fn_bars, op_bars
 
 
 def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
-    from transpiler import lax
     if g is None:
         return (None,) * len(args)
     pred, true_fun, false_fun, *ops = args
@@ -101,7 +103,6 @@ def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 
 
 def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
-    from transpiler import lax
     if g is None:
         return (None,) * len(args)
     index, branches, *ops = args
@@ -114,9 +115,6 @@ def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """The forward loop as a `scan` that stores each iteration's carry, then a reverse
     `scan` that differentiates one iteration at a time."""
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler.lax.loops import _index_dtype
     lower, upper, body, init = args
     if g is None:
         return (None,) * 4
@@ -157,8 +155,6 @@ def _scan_args(args: tuple) -> tuple:
 
 
 def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
-    from transpiler import lax
-    from transpiler.lax.loops import _pair
     if g is None:
         return (None,) * len(args)
     f, init, xs, length, reverse = _scan_args(args)
@@ -184,7 +180,6 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 
 
 def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
-    from transpiler import lax
     f, xs = args
     if g is None:
         return (None, None)
@@ -232,8 +227,6 @@ def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 
 def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
                        g: Any) -> tuple:
-    from transpiler import lax
-    from transpiler import numpy as jnp
 
     def where(keep: Any, new: Any, old: Any) -> Any:
         return tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, old)
@@ -268,7 +261,6 @@ VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {
 # --- forward mode --------------------------------------------------------------------------
 
 def cond_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     pred, true_fun, false_fun, *ops = primals
     _, true_dot, false_dot, *ops_dot = tangents
 
@@ -279,7 +271,6 @@ def cond_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 
 def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     index, branches, *ops = primals
     _, branch_dots, *ops_dot = tangents
     dots = list(branch_dots) if branch_dots is not None else [None] * len(branches)
@@ -291,7 +282,6 @@ def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 
 def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     from transpiler.transforms.ad.forward import _filled
     lower, upper, body, init = primals
     body_dot, init_dot = tangents[2], tangents[3]
@@ -304,7 +294,6 @@ def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 
 def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     from transpiler.transforms.ad.forward import _filled
     cond_fun, body, init = primals[:3]
     body_dot, init_dot = tangents[1], tangents[2]
@@ -320,7 +309,6 @@ def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 
 def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     from transpiler.transforms.ad.forward import _filled
     f, init, xs, length, reverse = _scan_args(primals)
     f_dot = tangents[0]
@@ -340,7 +328,6 @@ def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 
 def map_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler import lax
     from transpiler.transforms.ad.forward import _filled
     f, xs = primals
     f_dot, xs_dot = tangents

@@ -15,6 +15,22 @@ import numpy as np
 
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common import partials
+from transpiler import numpy as jnp
+from transpiler.tree_util._registry import node_children
+from transpiler.primitives.core import abstractify
+from transpiler import dtypes
+from transpiler.transforms.common.generated import for_jit
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.primitives.core import Primitive
+from transpiler.transforms.common.closures import closure_vjp, is_closure
+from transpiler.transforms.reverse.custom_vjp import CustomVJP
+from transpiler.transforms.common.generated import target
+from transpiler.transforms.common import traced
+from transpiler.transforms.common.traced import holds_arrays
+from transpiler.transforms.common.signature import source_signature
+from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
+from transpiler.codegen.disk_cache import local_path
+from transpiler.errors import _PACKAGE_DIR, SourceLocation
 
 
 def add(a: Any, b: Any) -> Any:
@@ -31,7 +47,6 @@ def add(a: Any, b: Any) -> Any:
     if node is not None:
         children, rebuild = node
         return rebuild([add(x, y) for x, y in zip(children, _node(b)[0])])  # type: ignore[index]
-    from transpiler import numpy as jnp
     return jnp.add(a, b)
 
 
@@ -40,7 +55,6 @@ def _node(x: Any) -> Any:
     or registered pytree; None for an array."""
     if hasattr(x, "aval") or hasattr(x, "shape"):
         return None
-    from transpiler.tree_util._registry import node_children
     return node_children(x)
 
 
@@ -172,7 +186,6 @@ def rows_bar(g: Any, x: Any) -> Any:
     stacked back (zeros where none flowed)."""
     if g is None or not (hasattr(x, "shape") and isinstance(g, (tuple, list))):
         return g
-    from transpiler import numpy as jnp
     if all(r is None for r in g):
         return None
     rows = []
@@ -187,8 +200,6 @@ def rows_bar(g: Any, x: Any) -> Any:
 def basis_of(x: Any) -> Any:
     """The one-hot arrays of `x`'s elements, stacked: shape ``(x.size, *x.shape)`` (the
     tangents, or cotangents, a Jacobian maps). Static: built from the shape alone."""
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     aval = abstractify(x)
     size = int(np.prod(aval.shape, dtype=np.int64))
     return jnp.reshape(jnp.eye(size, dtype=aval.dtype), (size, *aval.shape))
@@ -197,8 +208,6 @@ def basis_of(x: Any) -> Any:
 def forward_jacobian(columns: Any, x: Any) -> Any:
     """``(x.size, *out.shape)`` columns (one jvp per input element) as the Jacobian
     ``(*out.shape, *x.shape)``."""
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     moved = jnp.moveaxis(columns, 0, -1)
     return jnp.reshape(moved, (*jnp.shape(moved)[:-1], *abstractify(x).shape))
 
@@ -206,8 +215,6 @@ def forward_jacobian(columns: Any, x: Any) -> Any:
 def reverse_jacobian(rows: Any, out: Any, x: Any) -> Any:
     """``(out.size, *x.shape)`` rows (one vjp per output element) as the Jacobian
     ``(*out.shape, *x.shape)``."""
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     return jnp.reshape(rows, (*abstractify(out).shape, *abstractify(x).shape))
 
 
@@ -230,7 +237,6 @@ def index_bar(container: Any, index: Any, g: Any) -> Any:
         else:
             bars[index] = g
         return type(container)(bars) if isinstance(container, list) else tuple(bars)
-    from transpiler import numpy as jnp
     return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
 
 
@@ -257,8 +263,6 @@ SEED_IF_SCALAR = _SeedIfScalar()
 
 def is_scalar(out: Any) -> bool:
     """Whether `out` is a real scalar array (static: its aval only)."""
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     try:
         aval = abstractify(out)
     except TypeError:
@@ -279,9 +283,6 @@ def seed(out_bar: Any, out: Any, has_aux: bool) -> Any:
     if out_bar is not SEED:
         return (out_bar, None) if has_aux and out_bar is not None else out_bar
     value = out[0] if has_aux else out
-    from transpiler import dtypes
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     try:
         aval = abstractify(value)
     except TypeError:
@@ -321,8 +322,6 @@ def needs_primal(fn: Any) -> bool:
 def primal(fn: Any) -> Any:
     """`fn` as the transforms rewrite it (its in-place updates functional): its reverse-mode
     code with nothing differentiated, which computes the value alone."""
-    from transpiler.transforms.common.generated import for_jit
-    from transpiler.transforms.reverse.generate import vjp_function
     _, generated = vjp_function(fn, frozenset(), False)
     return functools.partial(_value_of, for_jit(generated))
 
@@ -363,10 +362,7 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         return partials.make_vjp(args, kwargs, g)[0]
     if partials.is_partial(fn):
         return partials.call_vjp(fn, args, kwargs, g)[:-1]
-    from transpiler.primitives.core import Primitive
-    from transpiler.transforms.common.closures import closure_vjp, is_closure
     from transpiler.transforms.ad.control import VJP_RULES
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP
     if isinstance(fn, CustomVJP):
         return custom_vjp_bwd(fn, args, kwargs, g)
     if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's VJP
@@ -386,24 +382,19 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         out = fn(*args, **kwargs)
         rule = vjp_rule(fn, args, kwargs)
         return rule(out, g, *args, **kwargs)
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.reverse.generate import vjp_function
     if not any(_differentiable(a) for a in args):
         return (None,) * len(args)
-    from transpiler.transforms.common import traced
     if not traced.readable(target(fn)):  # a builtin, C function, class: traced
         return traced.vjp(fn, args, kwargs, g)
     active = active_params(fn, [_differentiable(a) for a in args])
     _, generated = vjp_function(fn, active, False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
-    from transpiler.transforms.common.generated import for_jit
     return for_jit(generated)(*args, **kwargs, **{keyword: g})[1][:len(args)]
 
 
 def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """`vjp_call`, plus the cotangent of `fn` itself as the last entry: the dict of its
     closure's cotangents (see transforms/common/closures.py), None when `fn` is no closure."""
-    from transpiler.transforms.common.closures import closure_vjp, is_closure
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
         return (*bars, fn_bar)
@@ -413,7 +404,6 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         bars, fn_bar = fn.vjp(args, kwargs, g, with_closure=True)
         return (*bars, fn_bar)
     bars = vjp_call(fn, args, kwargs, g)
-    from transpiler.transforms.common.traced import holds_arrays
     if g is not None and holds_arrays(fn):  # a partial or bound method over arrays
         raise TranspileError(
             f"cannot differentiate through {getattr(fn, '__name__', type(fn).__name__)}: "
@@ -428,22 +418,19 @@ def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     Python function known at run time whose keyword arguments are differentiated."""
     if fn is functools.partial:  # partial(f, scale=s) (transforms/common/partials.py)
         return partials.make_vjp(args, kwargs, g)
-    from transpiler.transforms.common import traced
     from transpiler.transforms.common.generated import target, for_jit
-    from transpiler.transforms.reverse.generate import vjp_function
     from transpiler.transforms.common.closures import is_closure
-    from transpiler.transforms.common.signature import source_signature
     differentiated = differentiated_keywords(kwargs)
     if g is None or not differentiated and not any(_differentiable(a) for a in args):
         return (None,) * len(args), {}
-    target = target(fn)
-    if not traced.readable(target) or is_closure(fn) or \
+    fn_target = target(fn)
+    if not traced.readable(fn_target) or is_closure(fn) or \
             getattr(type(fn), "runtime_transform", False):
         raise TranspileError(f"cannot differentiate the keyword arguments "
                              f"({', '.join(sorted(differentiated))}) of a call of "
                              f"{getattr(fn, '__name__', type(fn).__name__)}", user_location(),
                              "pass the differentiated values positionally")
-    params = source_signature(target).parameters
+    params = source_signature(fn_target).parameters
     positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY,
                                                              p.POSITIONAL_OR_KEYWORD)]
     active = active_params(fn, [_differentiable(a) for a in args]) | set(differentiated)
@@ -492,14 +479,13 @@ def active_params(fn: Any, active: list) -> frozenset:
     """The parameter names of Python callee `fn` (its own signature, not a wrapped
     function's: the wrapper's code is what is transformed) that the positional arguments
     marked in `active` bind; the ``*args`` name when an active one goes there."""
-    from transpiler.transforms.common.generated import target
     from transpiler.transforms.common.signature import source_signature, star_name
-    target = target(fn)
-    params = [p.name for p in source_signature(target).parameters.values()
+    fn_target = target(fn)
+    params = [p.name for p in source_signature(fn_target).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names = {n for n, on in zip(params, active) if on}
     if any(active[len(params):]):
-        star = star_name(target)
+        star = star_name(fn_target)
         if star is None:
             raise TranspileError(f"{getattr(fn, '__name__', fn)}() takes {len(params)} "
                                  f"positional arguments but {len(active)} were given",
@@ -516,9 +502,6 @@ def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
     `ad.templates.vjp_rule_function`), so a derivative that calls one -- `vjp_call` does, for
     callees known only at run time -- can itself be differentiated. Operands with a
     floating dtype are the active ones. (Static: it inspects dtypes only.)"""
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
-    from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
     template = fn.vjp
     floating = [dtypes.is_float(abstractify(a).dtype) for a in args]
     if template.variadic:  # evaluated directly (not differentiable a second time)
@@ -552,7 +535,6 @@ def _differentiable(value: Any) -> bool:
         return True                                  # fallback refuses it (transforms/common/traced.py)
     if isinstance(value, functools.partial):  # its bound values' (transforms/common/partials.py)
         return any(_differentiable(v) for v in (*value.args, *value.keywords.values()))
-    from transpiler import dtypes
     dtype = getattr(value, "dtype", None)
     if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
         from transpiler import tree_util
@@ -593,8 +575,6 @@ def map_bar(fn: Any, xs: Any, g: Any, args: tuple = (ELEMENT,), kwargs: Any = No
 
 def fail(message: str, hint: str, file: Any, line: int, col: int) -> None:
     """Raise the TranspileError the transform found for a statement, when it is reached."""
-    from transpiler.codegen.disk_cache import local_path
-    from transpiler.errors import _PACKAGE_DIR, SourceLocation
     loc = SourceLocation(local_path(file), line, col) if file is not None else None
     if loc is not None and loc.file.startswith(_PACKAGE_DIR):
         # inside the library (a derivative of its own helpers): say where the user's code
@@ -630,5 +610,4 @@ def or_zeros(bar: Any, primal: Any) -> Any:
     if node is not None:  # tuples, lists, NamedTuples, registered pytrees
         items = [or_zeros(None, v) for v in node[0]]
         return None if all(p is None for p in items) else node[1](items)
-    from transpiler import numpy as jnp
     return jnp.zeros_like(primal)

@@ -11,16 +11,30 @@ import types
 from typing import Any
 
 from transpiler.transforms.common import partials
+from transpiler import numpy as jnp
+from transpiler.transforms.ad.cotangents import _node
+from transpiler.primitives.core import Primitive
+from transpiler.transforms.common.closures import closure_jvp, is_closure
+from transpiler.transforms.reverse.custom_vjp import CustomVJP
+from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.common import traced
+from transpiler.transforms.common.generated import target
+from transpiler.transforms.ad.cotangents import _differentiable
+from transpiler.errors import TranspileError, user_location
+from transpiler.transforms.forward.api import jvp_function
+from transpiler.transforms.ad.cotangents import active_params
+from transpiler.transforms.common.signature import source_signature, star_name
+from transpiler.transforms.ad.cotangents import ELEMENT
+from transpiler.primitives.jvp_template import JVPTemplate
+from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
 
 
 def zeros_like_tree(value: Any) -> Any:
     """Zeros with `value`'s structure, shapes and dtypes (None stays None)."""
-    from transpiler import numpy as jnp
     if value is None or isinstance(value, (str, bytes, type)) or callable(value):
         return None  # a zero cotangent of generated code, or a static value: no tangent
     if isinstance(value, dict):
         return {k: zeros_like_tree(v) for k, v in value.items()}
-    from transpiler.transforms.ad.cotangents import _node
     node = _node(value)
     if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
         return node[1]([zeros_like_tree(v) for v in node[0]])
@@ -33,7 +47,6 @@ def _filled(tangent: Any, value: Any) -> Any:
         return zeros_like_tree(value)
     if isinstance(value, dict) and isinstance(tangent, dict):
         return {k: _filled(tangent.get(k), v) for k, v in value.items()}
-    from transpiler.transforms.ad.cotangents import _node
     node, parts = _node(value), _node(tangent)
     if node is not None and parts is not None:  # tuples, NamedTuples, registered pytrees
         return node[1]([_filled(t, v) for t, v in zip(parts[0], node[0])])
@@ -66,7 +79,6 @@ def tangents_of(tangent: Any, values: Any) -> tuple:
 
 def at(tangent: Any) -> Any:
     """``tangent.at`` (a tangent may be a NumPy array the user passed)."""
-    from transpiler import numpy as jnp
     return jnp.asarray(tangent).at
 
 
@@ -91,11 +103,7 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     kwargs_dot = {k: d for k, d in (kwargs_dot or {}).items() if d is not None}
     if kwargs_dot:
         return _keyword_jvp_call(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
-    from transpiler.primitives.core import Primitive
-    from transpiler.transforms.common.closures import closure_jvp, is_closure
     from transpiler.transforms.ad.control import JVP_RULES
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP
-    from transpiler.transforms.forward.custom_jvp import CustomJVP
     from transpiler.transforms.common.classify import CONTROL_MODULES
     rule = JVP_RULES.get(getattr(fn, "__qualname__", "")) \
         if getattr(fn, "__module__", None) in CONTROL_MODULES else None
@@ -122,9 +130,6 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
             return out, None
         rule = jvp_rule(fn, primals, tangents, kwargs)
         return out, rule(out, primals, tangents, **kwargs)
-    from transpiler.transforms.common import traced
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.ad.cotangents import _differentiable
     if all(t is None or not _differentiable(p) for p, t in zip(primals, tangents)):
         return fn(*primals, **kwargs), None  # (integer values carry no derivative)
     if not traced.readable(target(fn)):  # a builtin, C function, class: traced
@@ -136,14 +141,10 @@ def _keyword_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict, fn
                       kwargs_dot: dict) -> tuple:
     """`jvp_call` with differentiated keyword arguments: Python functions and closures
     take their tangents as ``<name>_dot`` keywords of the generated code."""
-    from transpiler.errors import TranspileError, user_location
-    from transpiler.transforms.common import traced
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.common.closures import closure_jvp, is_closure
-    target = target(fn)
+    fn_target = target(fn)
     if is_closure(fn):
         return closure_jvp(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
-    if not isinstance(target, types.FunctionType) or not traced.readable(target) \
+    if not isinstance(fn_target, types.FunctionType) or not traced.readable(fn_target) \
             or getattr(type(fn), "runtime_transform", False):
         raise TranspileError(f"cannot differentiate the keyword arguments "
                              f"({', '.join(kwargs_dot)}) of a call of "
@@ -157,19 +158,16 @@ def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     """Python function `fn`'s generated jvp, called with the tangents of its positional
     arguments (a tuple for ``*args``) and of its keyword arguments `kwargs_dot`."""
     from transpiler.transforms.common.generated import target, for_jit
-    from transpiler.transforms.forward.api import jvp_function
-    from transpiler.transforms.ad.cotangents import active_params
-    from transpiler.transforms.common.signature import source_signature, star_name
     active = active_params(fn, [t is not None for t in tangents]) | set(kwargs_dot)
     if not active:
         return fn(*primals, **kwargs), None
     _, generated = jvp_function(fn, frozenset(active))
     suffix = getattr(generated, "tangent_suffix", "_dot")
-    target = target(fn)
-    params = [p.name for p in source_signature(target).parameters.values()
+    fn_target = target(fn)
+    params = [p.name for p in source_signature(fn_target).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
-    star = star_name(target)
+    star = star_name(fn_target)
     if star in active:  # the rest go to *args: one tuple of tangents
         given[f"{star}{suffix}"] = tuple(tangents[len(params):])
     given.update({f"{k}{suffix}": d for k, d in kwargs_dot.items()})
@@ -179,7 +177,6 @@ def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
 def map_jvp(fn: Any, xs: Any, xs_dot: Any, args: tuple, kwargs: dict) -> tuple:
     """``ys = [fn(..., x, ...) for x in xs]`` and its tangent; `args` holds ``ELEMENT``
     where ``x`` goes (see cotangents.map_bar, its reverse-mode twin)."""
-    from transpiler.transforms.ad.cotangents import ELEMENT
     slot = args.index(ELEMENT)
     outs, dots = [], []
     tangents = [None] * len(xs) if xs_dot is None else list(xs_dot)
@@ -200,8 +197,6 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
     ``rule(out, operands, tangents, **params) -> out_dot`` for the operands whose
     tangents are given: a derivative that calls it (through `jvp_call`) can itself be
     differentiated. (Static: it inspects which tangents are None.)"""
-    from transpiler.primitives.jvp_template import JVPTemplate
-    from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
     template = fn.jvp
     assert isinstance(template, JVPTemplate)
     if template.variadic:  # evaluated directly (not differentiable a second time)

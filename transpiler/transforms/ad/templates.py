@@ -11,6 +11,9 @@ from typing import Any, Optional, Sequence
 
 from transpiler.primitives.jvp_template import DOT_SUFFIX, JVPTemplate
 from transpiler.primitives.vjp_template import BAR_SUFFIX, TemplateError, VJPTemplate
+from transpiler import lax
+from transpiler import dtypes
+from transpiler.primitives.core import abstractify
 
 
 def template_namespace() -> dict[str, Any]:
@@ -18,7 +21,6 @@ def template_namespace() -> dict[str, Any]:
     import numpy as np
 
     import transpiler.numpy as jnp
-    from transpiler import lax
     from transpiler.transforms import ad
     return {"jnp": jnp, "lax": lax, "ad": ad, "np": np}
 
@@ -38,8 +40,6 @@ def evaluate_vjp(template: VJPTemplate, args: Sequence[Any], params: dict[str, A
     Operands with a floating dtype are the active ones (a variadic operand is active when
     any of its values is): integer and boolean values get None, as they would in the
     transform."""
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     args = [_wrap(a) for a in args]
     operands = template.operands
     fixed = len(operands) - int(template.variadic)

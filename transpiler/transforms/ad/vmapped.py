@@ -9,6 +9,14 @@ from typing import Any
 
 from transpiler import tree_util
 from transpiler.tree_util._registry import sequence_like
+from transpiler.transforms.common import closures
+from transpiler.transforms.common.generated import target
+from transpiler.transforms.batch.api import _arg_names
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.ad.cotangents import _differentiable
+from transpiler.transforms.batch.api import Vmapped
+from transpiler import numpy as jnp
+from transpiler.transforms.forward.api import jvp_function
 
 
 def _axes_per_arg(v: Any, n: int) -> tuple:
@@ -21,23 +29,16 @@ def _axes_per_arg(v: Any, n: int) -> tuple:
 def _parts(v: Any, n: int) -> tuple[Any, list, list, list]:
     """The function to differentiate, and (names, values, axes) of the closed-over values
     (closure conversion, transforms/common/closures.py) followed by the arguments'."""
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.batch.api import _arg_names
-    target = target(v.fun)
-    free = closures._free_params(target) if closures.is_closure(target) else []
+    fn_target = target(v.fun)
+    free = closures._free_params(fn_target) if closures.is_closure(fn_target) else []
     names = [name for name, _ in free] + _arg_names(v.fun, n)
-    return target, names, [value for _, value in free], [None] * len(free)
+    return fn_target, names, [value for _, value in free], [None] * len(free)
 
 
 def vmap_vjp(v: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Any]:
     """Cotangents of ``v(*args, **kwargs)`` (one per argument, and the dict of a closure's):
     f's VJP vmapped over the same axes; a value the batch shares (in_axes None, closed
     over) gets the sum over the batch."""
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.reverse.generate import vjp_function
-    from transpiler.transforms.ad.cotangents import _differentiable
-    from transpiler.transforms.batch.api import Vmapped
     target, names, free, free_axes = _parts(v, len(args))
     if g is None:
         return (None,) * len(args), None
@@ -74,7 +75,6 @@ def _unbatch(bar: Any, axes: Any) -> Any:
         parts = [_unbatch(b, axes[i] if isinstance(axes, (tuple, list)) else axes)
                  for i, b in enumerate(bar)]
         return sequence_like(bar, parts)
-    from transpiler import numpy as jnp
     if axes is None:
         return jnp.sum(bar, axis=0)
     return jnp.moveaxis(bar, 0, axes)
@@ -84,9 +84,6 @@ def vmap_jvp(v: Any, primals: tuple, tangents: tuple, kwargs: dict,
              fn_dot: Any = None) -> tuple:
     """``(out, out_dot)`` of ``v(*primals)``: f's JVP vmapped over the same axes (the
     tangent of a value the batch shares is shared too)."""
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.forward.api import jvp_function
-    from transpiler.transforms.batch.api import Vmapped
     target, names, free, free_axes = _parts(v, len(primals))
     free_dots = [(fn_dot or {}).get(n) for n in names[:len(free)]]
     values, dots_all = [*free, *primals], [*free_dots, *tangents]

@@ -10,6 +10,13 @@ import dataclasses
 from typing import Any, Callable, Optional
 
 from transpiler.errors import SourceLocation
+from transpiler.errors import GENERATED_SOURCE_MAPS
+from transpiler.codegen import disk_cache
+from transpiler.rewritten import INTRODUCED
+from transpiler.transforms.autograph import runtime as autograph_runtime
+from transpiler.codegen.disk_cache import portable_path
+from transpiler.codegen.disk_cache import local_path
+from transpiler.transforms.autograph.state import ConstructInfo
 
 _MARK = frozenset({"<autograph>"})
 
@@ -21,7 +28,6 @@ CONVERSIONS: dict[Callable, tuple[str, str, tuple]] = {}
 
 def is_generated(fn: Callable) -> bool:
     """Code a transform generated (derivatives): written by `codegen` and source-mapped."""
-    from transpiler.errors import GENERATED_SOURCE_MAPS
     code = getattr(fn, "__code__", None)
     return (hasattr(fn, "source") and code is not None
             and code.co_filename in GENERATED_SOURCE_MAPS) or \
@@ -30,7 +36,6 @@ def is_generated(fn: Callable) -> bool:
 
 def converted_function(fn: Callable) -> Callable:
     """`autograph.convert_function(fn)`, through the disk cache."""
-    from transpiler.codegen import disk_cache
     disk_key = None if is_generated(fn) else disk_cache.key(fn, _MARK, False)
     if disk_key:
         loaded = _load(fn, disk_key)
@@ -45,7 +50,6 @@ def converted_function(fn: Callable) -> Callable:
 
 
 def _store(fn: Callable, disk_key: str, converted: Callable, entry: tuple) -> None:
-    from transpiler.codegen import disk_cache
     from transpiler.frontend import REWRITE_BUILTINS, read_function
     cf_name, info_name, infos = entry
     _, namespace = read_function(fn)
@@ -61,8 +65,6 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
     import builtins
 
     from transpiler.codegen import disk_cache, load_source
-    from transpiler.rewritten import INTRODUCED
-    from transpiler.transforms.autograph import runtime as autograph_runtime
     record = disk_cache.read(disk_key, ("names", "builtins", "cf_name", "info_name", "infos",
                                         "source", "name", "source_map", "module"))
     if record is None:
@@ -82,12 +84,10 @@ def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
 
 
 def _loc(loc: Optional[SourceLocation]) -> Any:
-    from transpiler.codegen.disk_cache import portable_path
     return None if loc is None else [portable_path(loc.file), loc.line, loc.col, loc.end_col]
 
 
 def _unloc(data: Any) -> Optional[SourceLocation]:
-    from transpiler.codegen.disk_cache import local_path
     return None if data is None else SourceLocation(local_path(data[0]), *data[1:])
 
 
@@ -102,7 +102,6 @@ def _encode(info: Any) -> Any:
 
 
 def _decode(data: Any) -> Any:
-    from transpiler.transforms.autograph.state import ConstructInfo
     if data is None:
         return None
     return ConstructInfo(

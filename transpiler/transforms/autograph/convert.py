@@ -59,6 +59,9 @@ from transpiler.frontend.passes import (
 )
 from transpiler.transforms.autograph import analysis as a
 from transpiler.transforms.autograph.state import ConstructInfo
+from transpiler.codegen import emit
+from transpiler.transforms.autograph import runtime as autograph_runtime
+from transpiler.transforms.autograph.runtime import needs_conversion
 
 Statements = list[cst.BaseStatement]
 # ``for x in xs`` stays a Python loop here (LowerForLoops would index a dict by position).
@@ -374,7 +377,6 @@ class ConvertControlFlow(LocatedTransformer):
         """Whether a call of `func` goes through ``_cf.call``: a function of the user's
         that needs converting, or a callee only known at run time (a local variable,
         ``grad(f)(x)``, ``layers[0](x)``)."""
-        from transpiler.transforms.autograph.runtime import needs_conversion
         if isinstance(func, (cst.Call, cst.Subscript)):
             return True
         chain: list[str] = []
@@ -452,8 +454,6 @@ def conversion_stage(options: ConversionOptions) -> Stage:
 def convert_function(fn: Callable) -> Callable:
     """`fn` with its control flow converted: get-source, fence, resolve-names, the
     canonicalize passes (but ``lower-for-loops``), ``convert-control-flow``, emit."""
-    from transpiler.codegen import emit
-    from transpiler.transforms.autograph import runtime as autograph_runtime
     source, namespace = read_function(fn)
     for name in REWRITE_BUILTINS:
         namespace.setdefault(name, getattr(builtins, name))

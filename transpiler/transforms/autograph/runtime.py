@@ -42,6 +42,9 @@ from transpiler.transforms.autograph.state import (
     materialize,
     rebuild,
 )
+from transpiler import lax
+from transpiler import numpy as jnp
+from transpiler.transforms.reverse.api import Transformed
 
 State = Sequence[Any]
 
@@ -50,7 +53,6 @@ __all__ = ["ConstructInfo", "Undefined", "if_stmt", "while_stmt", "for_range", "
 
 
 def _lax() -> Any:
-    from transpiler import lax
     return lax
 
 
@@ -159,7 +161,6 @@ def for_range(start: Any, stop: Any, step: Any, body_fn: Callable, state: State,
         return state
     if isinstance(step, Tracer):
         raise step_error(info)
-    from transpiler import numpy as jnp
     step = operator.index(step)
     if step == 0:
         raise TranspileError("range() arg 3 must not be zero", info.loc)
@@ -202,7 +203,6 @@ def or_(*operands: Callable[[], Any]) -> Any:
 
 
 def _bool_op(operands: Sequence[Callable[[], Any]], stop_on: bool) -> Any:
-    from transpiler import numpy as jnp
     value = operands[0]()
     for operand in operands[1:]:
         if isinstance(value, Tracer):
@@ -318,7 +318,6 @@ def _referenced(fn: types.FunctionType) -> list[Any]:
 
 
 def _is_transformed(fn: Any) -> bool:
-    from transpiler.transforms.reverse.api import Transformed
     return isinstance(fn, Transformed)
 
 

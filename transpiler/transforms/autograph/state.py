@@ -28,6 +28,7 @@ import numpy as np
 from transpiler import dtypes, tree_util
 from transpiler.errors import SourceLocation, TranspileError
 from transpiler.primitives.core import ShapedArray, Tracer, abstractify
+from transpiler import numpy as jnp
 
 
 class Undefined:
@@ -219,13 +220,11 @@ def _join_leaf(name: str, x: Leaf, y: Leaf, info: ConstructInfo, loop: bool) -> 
 # --- values to and from the flat arrays lax carries -----------------------------------------
 
 def _zeros(aval: ShapedArray) -> Any:
-    from transpiler import numpy as jnp
     return jnp.zeros(aval.shape, aval.dtype)
 
 
 def _as_array(leaf: Any, aval: ShapedArray) -> Any:
     """`leaf` as an array of `aval`'s dtype (a Python scalar stays weak when `aval` is)."""
-    from transpiler import numpy as jnp
     if _is_missing(leaf):
         return _zeros(aval)
     have = abstractify(leaf)

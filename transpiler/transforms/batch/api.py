@@ -110,15 +110,15 @@ class Vmapped(TransformedFunction):
     def source(self) -> str:
         """The generated Python of the batched function (its first level)."""
         from transpiler.transforms.common.generated import target
-        target = target(self.fun)
-        params = [p.name for p in source_signature(target).parameters.values()
+        fn_target = target(self.fun)
+        params = [p.name for p in source_signature(fn_target).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         axes = self.in_axes
         if isinstance(axes, (tuple, list)):
             names = {p for p, a in zip(params, axes) if a is not None}
         else:
             names = set(params) if axes is not None else set()
-        return batch_function(target, frozenset(names)).source  # type: ignore[attr-defined]
+        return batch_function(fn_target, frozenset(names)).source  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from transpiler.transforms.common.arguments import as_arrays
@@ -213,13 +213,13 @@ def _registered(axes: Any) -> Optional[list]:
 def _arg_names(fun: Callable, count: int) -> list[str]:
     from transpiler.primitives.core import Primitive
     from transpiler.transforms.common.generated import target
-    target = target(fun)
-    template = getattr(target, "jvp", None) if isinstance(target, Primitive) else None
+    fn_target = target(fun)
+    template = getattr(fn_target, "jvp", None) if isinstance(fn_target, Primitive) else None
     if template is not None and not template.variadic:  # jnp.sin: the operands' names
         params = list(template.operands)
     else:
         try:
-            params = [p.name for p in source_signature(target).parameters.values()
+            params = [p.name for p in source_signature(fn_target).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             params = []

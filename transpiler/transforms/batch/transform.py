@@ -38,6 +38,9 @@ from transpiler.transforms.forward.transform import _code, _text
 from transpiler.transforms.common.rename import assigned_names
 from transpiler.transforms.reverse.transform import Generated
 from transpiler.transforms.reverse.structural_rules import AT_METHODS
+from transpiler import lax
+from transpiler.transforms.common.generated import aliases
+from transpiler.codegen.disk_cache import portable_path
 
 _COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
             cst.GreaterThanEqual: "greater_equal", cst.Equal: "equal", cst.NotEqual: "not_equal"}
@@ -49,7 +52,6 @@ _MODULE_PREFIX = re.compile(r"(?<![\w.])(bt|jnp|lax|np)\.")
 def _computing() -> frozenset:
     import builtins
 
-    from transpiler import lax
     return frozenset({lax.stop_gradient, builtins.abs, builtins.zip, builtins.enumerate,
                       builtins.reversed, builtins.sorted, builtins.iter})
 
@@ -88,7 +90,6 @@ class Vectorize:
         self.closures: dict[cst.FunctionDef, list[str]] = {}
         self.closure_dims: dict[str, list[str]] = {}
         self.pending: list[cst.BaseStatement] = []  # after an unpacking: list elements' dims
-        from transpiler.transforms.common.generated import aliases
         self.renamed = {name.lstrip("_"): name for name in aliases(self.namespace)
                         if name.startswith("_")}
 
@@ -461,7 +462,6 @@ class Vectorize:
         reads = sorted({n for n in cl.names_in(_assign(stmt).value) if n in self.batched})  # type: ignore
         dims = ", ".join(self.b(n) for n in reads)
         loc = err.loc
-        from transpiler.codegen.disk_cache import portable_path
         where = f"{portable_path(loc.file)!r}, {loc.line}, {loc.col}" if loc is not None \
             else "None, 0, 0"
         return [self.line(f"bt.unbatched_or_fail(({dims},), {err.message!r}, {err.hint!r}, "

@@ -22,6 +22,7 @@ from transpiler.transforms.common.signature import source_signature
 from transpiler.tree_util._registry import sequence_like
 
 from transpiler.lax.parallel import AXES  # noqa: E402,F401  (the vmaps now running; bt.AXES)
+from transpiler.transforms.common import closures
 
 
 def batched(dims: Any) -> bool:
@@ -287,7 +288,6 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
                   fn_dims: Any, free_values: Optional[dict] = None) -> tuple[Any, Any]:
     """A Python function with source: its generated ``vmap_<name>`` (a closure's
     closed-over values replaced by `free_values` where given)."""
-    from transpiler.transforms.common import closures
     from transpiler.transforms.common.generated import for_jit
     from transpiler.transforms.batch.api import batch_function
     signature = source_signature(fn)

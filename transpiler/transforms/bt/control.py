@@ -40,6 +40,14 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms import bt
 from transpiler.transforms.bt.control_leaves import (Step, flatten, unflatten, part, placed,
     conformed, check_tree, select, probed, bind, static, user, _traced)
+from transpiler import lax
+from transpiler import numpy as jnp
+from transpiler.lax.control import _same_structure
+from transpiler.lax.control import join_avals
+from transpiler.lax.loops import _index_dtype
+from transpiler.lax.loops import _scan_length
+from transpiler.primitives import shape as sp
+from transpiler.lax.loops import _pair
 
 MODULES = frozenset({"transpiler.lax.control", "transpiler.lax.loops",
                      "transpiler.transforms.ad.control"})
@@ -50,8 +58,6 @@ MODULES = frozenset({"transpiler.lax.control", "transpiler.lax.loops",
 def branching(op: str, selector: Any, selector_dims: Any, branches: list, operands: tuple,
               operand_dims: Any, names: tuple) -> tuple:
     """``cond`` (op "cond", two branches: true, false) or ``switch`` of batched steps."""
-    from transpiler import lax
-    from transpiler import numpy as jnp
     operand_dims = tuple(part(operand_dims, i) for i in range(len(operands)))
     if bt.batched(selector_dims):
         member = bt.view(selector, selector_dims)
@@ -88,7 +94,6 @@ def branching(op: str, selector: Any, selector_dims: Any, branches: list, operan
 def _outputs(branches: list, operands: tuple, operand_dims: tuple, op: str,
              names: tuple) -> list[tuple[list, list, Any, Any]]:
     """Each branch run batched: (leaves, leaf companions, structure spec, value)."""
-    from transpiler.lax.control import _same_structure
     outs = [branch(operands, operand_dims) for branch in branches]
     _same_structure([tree_util.tree_structure(o) for o, _ in outs], op, names)
     return [(*flatten(o, d), o) for o, d in outs]
@@ -97,8 +102,6 @@ def _outputs(branches: list, operands: tuple, operand_dims: tuple, op: str,
 def _select(op: str, selector: Any, branches: list, operands: tuple, operand_dims: tuple,
             names: tuple) -> tuple:
     """Every branch run, each member's result picked by its predicate or index."""
-    from transpiler import numpy as jnp
-    from transpiler.lax.control import join_avals
     flat = _outputs(branches, operands, operand_dims, op, names)
     size = bt.batch_size()
     leaves = []
@@ -190,8 +193,6 @@ def carry(init: Any, init_dims: Any, probe_step: Callable[[Any, Any], tuple], wh
 def while_(test: Step, step: Step, init: Any, init_dims: Any, max_iters: Any,
            what: str) -> tuple:
     """``while_loop`` of batched steps `test` and `step` (on the carry)."""
-    from transpiler import lax
-    from transpiler import numpy as jnp
     want, at, tree, _ = carry(init, init_dims, lambda c, d: (step(c, d), None), what)
     test_batched = probed(lambda: bt.batched(test(*at(want))[1]))
     if test_batched:
@@ -220,7 +221,6 @@ def while_(test: Step, step: Step, init: Any, init_dims: Any, max_iters: Any,
 
 def active(test: Step, c: Any, dims: Any) -> Any:
     """The members whose loop condition holds: a boolean array of shape ``(batch,)``."""
-    from transpiler import numpy as jnp
     size = bt.batch_size()
     pred, pred_dims = test(c, dims)
     pred = materialize(pred, pred_dims, size)
@@ -235,9 +235,6 @@ def fori(lower: Any, lower_dims: Any, upper: Any, upper_dims: Any,
          body: Callable[..., tuple[Any, Any]],
          init: Any, init_dims: Any, what: str) -> tuple:
     """``fori_loop`` of a batched step ``body(i, i_dims, carry, carry_dims)``."""
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler.lax.loops import _index_dtype
     dtype = _index_dtype(bt.view(lower, lower_dims), bt.view(upper, upper_dims))
     if not bt.batched(lower_dims) and not bt.batched(upper_dims):
         def probe_step(c: Any, d: Any) -> tuple:
@@ -268,9 +265,6 @@ def scan(f: Callable[[Any, Any, Any, Any], tuple], init: Any, init_dims: Any, xs
     """``scan`` of a batched step ``f(carry, carry_dims, x, x_dims) -> ((carry, y), dims)``:
     the batch axis of each batched leaf of `xs` moves to position 1 (scan slices axis 0),
     so every step's slice is batched at axis 0; stacked outputs come back batched at 1."""
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler.lax.loops import _scan_length
     x_leaves, x_dims, x_spec = flatten(xs, xs_dims)
     moved = [x if d is None else _axis_to_1(x, d) for x, d in zip(x_leaves, x_dims)]
     slice_dims = [None if d is None else 0 for d in x_dims]
@@ -278,7 +272,6 @@ def scan(f: Callable[[Any, Any, Any, Any], tuple], init: Any, init_dims: Any, xs
     n = _scan_length(moved, length)
 
     def pair(out: Any, dims: Any) -> tuple[tuple, tuple]:
-        from transpiler.lax.loops import _pair
         return _pair(out), (part(dims, 0), part(dims, 1))
 
     def probe_step(c: Any, d: Any) -> tuple:
@@ -306,7 +299,6 @@ def scan(f: Callable[[Any, Any, Any, Any], tuple], init: Any, init_dims: Any, xs
 def _axis_to_1(x: Any, dim: int) -> Any:
     if dim == 1:
         return x
-    from transpiler.primitives import shape as sp
     front = move_to_front(x, dim)
     ndim = abstractify(front).ndim
     if ndim < 2:

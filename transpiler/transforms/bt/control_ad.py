@@ -17,6 +17,17 @@ from transpiler.transforms.bt.control import active, branching, scan
 from transpiler.transforms.bt.control_leaves import (Bound, Step, _traced, bind, conformed,
                                                   flatten, part, placed, select, unflatten, user)
 from transpiler.tree_util._registry import sequence_like
+from transpiler.transforms.common import closures
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.ad import forward as fh
+from transpiler.transforms.forward.api import jvp_function
+from transpiler import numpy as jnp
+from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
+from transpiler.transforms.ad import cotangents as rh
+from transpiler.lax.control import selecting_in_loops
+from transpiler.lax.loops import _index_dtype
+from transpiler.lax.loops import _pair
+from transpiler.lax import control as lax_control, loops as lax_scan
 
 
 # --- derivatives (ad/control.py's rules) under vmap ---------------------------------------------
@@ -32,8 +43,6 @@ def vjp_step(fn: Any, fn_dims: Any, args: tuple, arg_dims: tuple, g: Any,
     cotangent per argument and the dict of `fn`'s closure's."""
     import types
 
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.reverse.generate import vjp_function
     n = len(args)
     if g is None:
         return ((None,) * n, None), ((None,) * n, None)
@@ -67,9 +76,6 @@ def jvp_step(fn: Any, fn_dims: Any, primals: tuple, primal_dims: tuple, tangents
     the output tangent filled (zeros where nothing flowed)."""
     import types
 
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.ad import forward as fh
-    from transpiler.transforms.forward.api import jvp_function
     if not isinstance(fn, types.FunctionType):
         (out, dot), (out_dims, dot_dims) = bt.call(
             fh.jvp_call, (fn, tuple(primals), tuple(tangents), {}, fn_dot),
@@ -102,8 +108,6 @@ def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any,
          forward: bool = False) -> tuple[Any, Any]:
     """``ad.control.fill`` (``ad.forward._filled`` when `forward`) batched: `bar` with
     `primal`'s full structure, zeros (one member's shape, unbatched) where nothing flowed."""
-    from transpiler import numpy as jnp
-    from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
 
     def sub(key: Any, value: Any) -> tuple[Any, Any]:
         inner = None if bar is None else (bar.get(key) if isinstance(bar, dict) else bar[key])
@@ -130,7 +134,6 @@ def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any,
 
 
 def add(a: Any, a_dims: Any, b: Any, b_dims: Any) -> tuple[Any, Any]:
-    from transpiler.transforms.ad import cotangents as rh
     return bt.call(rh.add, (a, b), (a_dims, b_dims))
 
 
@@ -145,7 +148,6 @@ def _branches_vjp(op: str, b: Bound, fns: list[tuple[Any, Any]],
                   names: tuple, g: Any, g_dims: Any) -> tuple:
     """Each branch returns every branch function's cotangent (zeros for the others') and
     the operands': `branching` of these (a batched selector selects per member)."""
-    from transpiler.lax.control import selecting_in_loops
 
     def branch(k: int) -> Step:
         def run(operands: tuple, operand_dims: tuple) -> tuple:
@@ -201,8 +203,6 @@ def _loop_backward(fn: Any, fn_dims: Any, args_of: Callable, carry_index: int) -
 
 
 def fori_loop_vjp(b: Bound, g: Any, g_dims: Any) -> dict:
-    from transpiler import numpy as jnp
-    from transpiler.lax.loops import _index_dtype
     (lower, lower_dims), (upper, upper_dims) = b["lower"], b["upper"]
     body, body_dims = b["body_fun"]
     init, init_dims = b["init_val"]
@@ -229,7 +229,6 @@ def fori_loop_vjp(b: Bound, g: Any, g_dims: Any) -> dict:
 
 
 def scan_vjp(b: Bound, g: Any, g_dims: Any) -> dict:
-    from transpiler.lax.loops import _pair
     f, f_dims = b["f"]
     init, init_dims = b["init"]
     xs, xs_dims = b["xs"]
@@ -272,7 +271,6 @@ def while_loop_vjp(b: Bound, g: Any, g_dims: Any) -> dict:
     """Every carry leaf batched; each member runs while its condition holds (a step after
     that keeps its carry). The trip count is the batch's longest: counted eagerly, or
     ``max_iters`` under jit; then ad/control.py's bounded algorithm, masked per member."""
-    from transpiler import numpy as jnp
     body, body_dims = b["body_fun"]
     init, init_dims = b["init_val"]
     max_iters = b["max_iters"][0]
@@ -352,7 +350,6 @@ def vjp(fn: Any, args: tuple, dims: Any, kwargs: dict, kwdims: Any, g: Any,
 
 
 def _lax(rule: Any) -> Any:
-    from transpiler.lax import control as lax_control, loops as lax_scan
     name = rule.__name__.rsplit("_", 1)[0]
     return getattr(lax_control, name, None) or getattr(lax_scan, name)
 

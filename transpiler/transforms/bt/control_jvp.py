@@ -9,6 +9,7 @@ from typing import Any
 from transpiler.transforms.bt.control import branching, fori, scan, while_
 from transpiler.transforms.bt.control_ad import fill, jvp_step
 from transpiler.transforms.bt.control_leaves import Bound, Step, bind, part, user
+from transpiler.lax.loops import _pair
 
 
 def _tangents(fn: Any, tangents: tuple, tangent_dims: Any, kwargs: dict) -> dict:
@@ -67,7 +68,6 @@ def while_loop_jvp(b: Bound, t: Bound) -> tuple:
 
 
 def scan_jvp(b: Bound, t: Bound) -> tuple:
-    from transpiler.lax.loops import _pair
     f, f_dims = b["f"]
     (init, init_dims), (xs, xs_dims) = b["init"], b["xs"]
     start = fill(*t["init"], init, init_dims, forward=True)

@@ -14,6 +14,9 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.batching import materialize
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
+from transpiler import numpy as jnp
+from transpiler.lowering.regions import probe
+from transpiler.lax.control import _traced as traced
 
 Step = Callable[[Any, Any], tuple[Any, Any]]  # (value, companion) -> (out, out companion)
 Bound = dict[str, tuple[Any, Any]]  # a call's parameters: (value, companion)
@@ -115,7 +118,6 @@ def check_tree(value: Any, tree: Any, what: str) -> None:
 def select(keep: Any, new: Any, new_dims: Any, old: Any, old_dims: Any) -> tuple[Any, Any]:
     """Per member, `new` where `keep` (shape ``(batch,)``) else `old`: the value and its
     companion (every leaf batched at 0)."""
-    from transpiler import numpy as jnp
     size = bt.batch_size()
     new_leaves, new_leaf_dims, spec = flatten(new, new_dims)
     old_leaves, old_leaf_dims, _ = flatten(old, old_dims)
@@ -129,7 +131,6 @@ def select(keep: Any, new: Any, new_dims: Any, old: Any, old_dims: Any) -> tuple
 
 def probed(thunk: Callable[[], Any]) -> Any:
     """What `thunk` returns (companions, structures), computed without emitting anything."""
-    from transpiler.lowering.regions import probe
     box: list = []
     probe(lambda: box.append(thunk()))
     return box[0]
@@ -169,5 +170,4 @@ def user(fn: Any, fn_dims: Any) -> Step:
 
 
 def _traced(x: Any) -> bool:
-    from transpiler.lax.control import _traced as traced
     return traced(x)

@@ -12,6 +12,19 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import bt
 from transpiler.transforms.common import partials
+from transpiler.transforms.batch.api import Vmapped, nested_call
+from transpiler.transforms.common.generated import target
+from transpiler.transforms.reverse.custom_vjp import CustomVJP
+from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.common.traced import readable
+from transpiler import numpy as jnp
+from transpiler.primitives.batching import materialize
+from transpiler.transforms.ad import cotangents as rh
+from transpiler.tree_util._registry import sequence_like
+from transpiler.transforms.bt import control as control_batch
+from transpiler.transforms.batch import api as vmap_api
+from transpiler.transforms.bt.structural import _elements
+from transpiler.tree_util import PyTreeDef
 
 
 def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
@@ -24,7 +37,6 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
         return partials.make_batched(args, dims, kwargs, kwdims)
     if partials.is_partial(fn):
         return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
-    from transpiler.transforms.batch.api import Vmapped, nested_call
     if isinstance(fn, Vmapped):
         return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
     from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
@@ -32,16 +44,12 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP
-    from transpiler.transforms.forward.custom_jvp import CustomJVP
     fn = target(fn)
     while isinstance(fn, (CustomVJP, CustomJVP)):  # batched: the function itself
         fn = target(fn.fun)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         return dispatch(fn.__func__, (fn.__self__, *args), (None, *dims), kwargs, kwdims,
                         fn_dims)
-    from transpiler.transforms.common.traced import readable
     if isinstance(fn, types.FunctionType) and readable(fn):
         return bt.function_call(fn, args, dims, kwargs, kwdims, fn_dims)
     method = getattr(type(fn), "__call__", None)
@@ -64,8 +72,6 @@ def _array_of_sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: 
             or not bt.batched(dims[0]):
         from transpiler.transforms.common.generated import target
         return bt.function_call(target(fn), args, dims, kwargs, kwdims, None)
-    from transpiler import numpy as jnp
-    from transpiler.primitives.batching import materialize
     size = bt.batch_size()
 
     def front(x: Any, d: Any) -> Any:
@@ -89,10 +95,6 @@ def _array_of_sequence_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict,
     if not args or not isinstance(args[0], (list, tuple)) or not (bt.batched(dims) or
                                                                   bt.batched(gd)):
         return bt.function_call(fn, args, dims, kwargs, kwdims, None)
-    from transpiler import numpy as jnp
-    from transpiler.primitives.batching import materialize
-    from transpiler.transforms.ad import cotangents as rh
-    from transpiler.tree_util._registry import sequence_like
     out, out_d = _array_of_sequence(jnp.array, args[:1], dims[:1], {}, {})
     g = None if g is None or g is rh.SEED else materialize(g, gd, bt.batch_size())
 
@@ -110,15 +112,12 @@ def _array_of_sequence_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict,
 
 
 def _special(fn: Any) -> Any:
-    from transpiler.transforms.bt import control as control_batch
-    from transpiler.transforms.batch import api as vmap_api
     if isinstance(fn, bt.Method):
         return _method
     if fn in (tuple, list):
         return _container
     if fn is abs:
         return _abs
-    from transpiler import numpy as jnp
     if fn in (jnp.array, jnp.asarray):
         return _array_of_sequence
     vjp_of = getattr(fn, "vjp_of", None)  # the generated VJP of jnp.array / asarray
@@ -150,7 +149,6 @@ def _special(fn: Any) -> Any:
 def _container(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``tuple(x)`` / ``list(x)``: a container keeps its elements' companions; an array is
     iterated along its first member axis; a dict gives its keys."""
-    from transpiler.transforms.bt.structural import _elements
     values, element_dims = _elements(args[0], dims[0])
     return fn(values), fn(element_dims)
 
@@ -173,7 +171,6 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
         return obj.copy(), dict(dd)
     if isinstance(obj, (list, tuple)) and m.name == "copy":
         return obj.copy(), d  # type: ignore[union-attr]
-    from transpiler.tree_util import PyTreeDef
     if isinstance(obj, PyTreeDef) and not bt.batched(d):
         from transpiler.transforms.bt.structural import _treedef_rule
         return _treedef_rule(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims)
@@ -188,13 +185,11 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
 
 
 def _abs(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
-    from transpiler import numpy as jnp
     return bt.call(jnp.abs, args, dims)
 
 
 def _sequence_op(fn: Any) -> Any:
     """``xs + ys`` and ``xs * n`` on Python lists and tuples (not arrays)."""
-    from transpiler import numpy as jnp
     if fn is jnp.add:
         return _concat
     if fn is jnp.multiply:

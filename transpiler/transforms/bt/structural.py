@@ -11,6 +11,22 @@ from typing import Any
 from transpiler import tree_util
 from transpiler.transforms import bt
 from transpiler.tree_util._registry import sequence_like
+from transpiler.rewritten import with_item
+from transpiler.transforms.ad import forward as fh
+from transpiler.transforms.ad import cotangents as rh
+from transpiler import rewritten
+from transpiler import numpy as jnp
+from transpiler.transforms.common.arguments import leaves_like
+from transpiler.primitives.batching import move_to_front
+from transpiler.transforms.ad.cotangents import ELEMENT
+from transpiler.errors import TranspileError, user_location
+from transpiler.primitives.core import Primitive
+from transpiler.transforms.common import closures
+from transpiler.transforms.common import traced
+from transpiler.transforms.common.generated import target
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.bt import control_ad as control_batch_ad
+from transpiler.transforms.common import partials
 
 
 class _Dim:
@@ -96,9 +112,6 @@ def tree_map(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> t
 
 def rules() -> dict[int, Any]:
     """id(function) -> rule, for the functions above."""
-    from transpiler.rewritten import with_item
-    from transpiler.transforms.ad import forward as fh
-    from transpiler.transforms.ad import cotangents as rh
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
                rh.spread, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
@@ -108,7 +121,6 @@ def rules() -> dict[int, Any]:
     table[id(rh.item)] = _item
     table[id(rh.with_element)] = _with_element
     import builtins
-    from transpiler import rewritten
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
                   id(builtins.iter): _iter, id(rewritten.zip_list): _zip,
@@ -145,7 +157,6 @@ def _getitem(g: Any, key: Any) -> Any:
 
 
 def _index_bar_array(container: Any, index: Any, g: Any) -> Any:
-    from transpiler import numpy as jnp
     return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
 
 
@@ -167,7 +178,6 @@ def _add(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple
                  for i, (x, y) in enumerate(zip(a, b))]
         return (sequence_like(a, [p[0] for p in pairs]),
                 sequence_like(a, [p[1] for p in pairs]))
-    from transpiler import numpy as jnp
     return bt.call(jnp.add, (a, b), (da, db))
 
 
@@ -181,8 +191,6 @@ def _sub(dims: Any, k: Any) -> Any:
 
 def _finalize(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``ad.finalize(bar, primal)``: the gradient with the primal's structure and dtypes."""
-    from transpiler import numpy as jnp
-    from transpiler.transforms.common.arguments import leaves_like
     (bar, primal), (dbar, dprimal) = args, dims
     leaves, tree = tree_util.tree_flatten(primal)
     primal_dims = tree.flatten_up_to(full_dims(primal, dprimal))
@@ -209,7 +217,6 @@ def _finalize(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
 def einsum(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``jnp.einsum(spec, *operands)``: the batch axis becomes one more index (a letter the
     spec does not use), leading in each batched operand and in the output."""
-    from transpiler.primitives.batching import move_to_front
     spec, operands, operand_dims = args[0], args[1:], dims[1:]
     if not isinstance(spec, str) or bt.batched(dims[0]) or bt.batched(kwdims):
         raise TypeError("vmap of einsum needs the subscripts string form")
@@ -232,7 +239,6 @@ def einsum(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
 
 def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``ad.with_element(args, x)``: x's companion goes where x goes."""
-    from transpiler.transforms.ad.cotangents import ELEMENT
     (call_args, x), (args_dims, x_dims) = args, dims
     listed = list(args_dims) if isinstance(args_dims, (tuple, list)) else \
         [None] * len(call_args)
@@ -245,19 +251,10 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     with batched operands: the VJP f would get, batched."""
     import types
 
-    from transpiler.errors import TranspileError, user_location
-    from transpiler.primitives.core import Primitive
-    from transpiler.transforms.common import closures
-    from transpiler.transforms.ad import cotangents as rh
-    from transpiler.transforms.common import traced
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.reverse.generate import vjp_function
     f, call_args, call_kwargs, g = args
     f_dims, a_dims, k_dims, g_dims = dims
     a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
     k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
-    from transpiler.transforms.bt import control_ad as control_batch_ad
-    from transpiler.transforms.common import partials
     if partials.is_partial(f):  # its function, on the bound arguments first
         k = len(f.args)
         bound_dims, keyword_dims = partials.pair(f, f_dims if isinstance(f_dims, tuple) else None)
@@ -354,7 +351,6 @@ def _custom_vjp_bwd(helper: Any, args: tuple, dims: tuple, kwargs: dict,
     arguments are bound to positions here, not by batching the helper's `inspect` calls."""
     import inspect
 
-    from transpiler.transforms.ad import cotangents as rh
     f, f_args, f_kwargs, g = args
     _, a_dims, k_dims, g_dims = dims
     if f.fwd is None or f.bwd is None:

@@ -9,6 +9,7 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.generated import target
 from transpiler.transforms.common.signature import source_signature, star_name
+from transpiler.tree_util._registry import node_children
 
 
 def as_arrays(tree: Any, floats: bool = False) -> Any:
@@ -73,7 +74,6 @@ def leaves_like(bar: Any, primal: Any, n: int) -> list[Any]:
         return [x for k in sorted(primal) for x in leaves_like(
             bar.get(k) if isinstance(bar, dict) else None, primal[k],
             len(tree_util.tree_leaves(primal[k])))]
-    from transpiler.tree_util._registry import node_children
     node = node_children(primal) if not hasattr(primal, "shape") else None
     if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
         bars = node_children(bar)

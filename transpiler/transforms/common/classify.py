@@ -20,6 +20,17 @@ import libcst as cst
 from transpiler.per_thread import PerThreadList
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
+from transpiler import lax
+from transpiler import numpy as jnp
+from transpiler import rewritten
+from transpiler.primitives import core
+from transpiler.transforms.reverse import custom_vjp as custom
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.forward import api as forward_api
+from transpiler.transforms.ad import forward as forward_helpers, cotangents as runtime_helpers
+from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.common.generated import Staged
+from transpiler.transforms.ad.cotangents import defined
 
 # The functions whose derivative code is being generated, on this thread: a call to one
 # of them (recursion, direct or through a helper) is resolved at run time instead
@@ -72,14 +83,6 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 
 
 def _static_functions() -> frozenset:
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler import rewritten
-    from transpiler.primitives import core
-    from transpiler.transforms.reverse import custom_vjp as custom
-    from transpiler.transforms.reverse.generate import vjp_function
-    from transpiler.transforms.forward import api as forward_api
-    from transpiler.transforms.ad import forward as forward_helpers, cotangents as runtime_helpers
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
@@ -318,7 +321,6 @@ def callee_kind(callee: Any) -> str:
         return "primitive" if callee.differentiable else "static"
     if isinstance(callee, CustomVJP):
         return "custom"
-    from transpiler.transforms.forward.custom_jvp import CustomJVP
     if isinstance(callee, CustomJVP):
         return "custom_jvp"
     if callee is _MISSING:
@@ -348,7 +350,6 @@ def callee_kind(callee: Any) -> str:
     if isinstance(callee, types.FunctionType):
         from transpiler.transforms.common.traced import readable
         return "runtime" if callee in GENERATING or not readable(callee) else "function"
-    from transpiler.transforms.common.generated import Staged
     if isinstance(callee, Staged):
         return "jitted"
     if isinstance(callee, type):
@@ -368,7 +369,6 @@ def defined_names(op: Op, name_tuples: dict[str, list[str]]) -> Optional[list[st
     """For ``ad.defined(locals(), names)`` in generated reverse code (the values a loop's
     tape saves where the body assigned them), the names it reads; else None. Its
     derivative and batch axes are those of the names, which the transforms follow."""
-    from transpiler.transforms.ad.cotangents import defined
     if op.kind == "call" and op.callee is defined and len(op.operands) == 2:
         return name_tuples.get(op.operands[1])
     return None

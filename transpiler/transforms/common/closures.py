@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import types
 from typing import Any, Callable, Optional
+from transpiler.transforms.common.signature import source_signature, star_name
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 _PARSED: dict[Any, Any] = {}
@@ -134,7 +135,6 @@ def _free_params(fn: Any) -> list[tuple[str, Any]]:
 def _arg_names(fn: Any, count: int) -> list[str]:
     """The parameter each of `count` positional arguments binds (the closure's own
     signature, not a wrapped function's); arguments past them, its ``*args`` name."""
-    from transpiler.transforms.common.signature import source_signature, star_name
     params = list(source_signature(fn).parameters.values())
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(names) < count:

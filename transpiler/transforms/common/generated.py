@@ -9,6 +9,7 @@ import abc
 from typing import Any, Callable
 
 from transpiler.transforms.common.callables import as_function
+from transpiler.config import config
 
 _PARSED: dict[tuple, Any] = {}  # (function, disk_cache.bindings) -> frontend output
 
@@ -27,7 +28,6 @@ class ModuleCode(abc.ABC):
 def at_creation(value: ModuleCode) -> Any:
     """`value` (a transform object just created), its code generated now unless
     ``config.rewrite_on_import`` is off (then at first call)."""
-    from transpiler.config import config
     if config.rewrite_on_import:
         inner = next((getattr(value, a) for a in ("_original", "fun", "_fun")
                       if hasattr(value, a)), None)

@@ -14,6 +14,12 @@ from transpiler.frontend.passes import walk_statements
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import classify as cl
 from transpiler.transforms.common.rename import assigned_names
+from transpiler.frontend.resolve_names import free_names
+from transpiler.errors import _PACKAGE_DIR
+from transpiler.codegen.disk_cache import portable_path
+from transpiler import numpy as jnp
+from transpiler import lax
+from transpiler.transforms import ad
 
 _MODULE_ALIASES = ("jnp", "lax", "np", "ad")
 TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
@@ -86,7 +92,6 @@ def _all_assigned(stmts: Any) -> set[str]:
 def closure_reads(func: cst.FunctionDef, local_names: set[str]) -> list[str]:
     """The variables of the enclosing function that a nested ``def`` reads (its closure):
     a derivative flows from them into the function value, and back."""
-    from transpiler.frontend.resolve_names import free_names
     return sorted(n for n in free_names(func) if n in local_names)
 
 
@@ -121,7 +126,6 @@ def transform_namespace(parsed: Any) -> dict[str, Any]:
     """The names a transform resolves callees through: the function's free names, its local
     imports, and under `classify.USER_CODE` whether it is the user's code (NumPy's functions on
     arrays are `transpiler.numpy`'s there; the library calls them on static values)."""
-    from transpiler.errors import _PACKAGE_DIR
     return {**parsed.namespace, **_local_imports(parsed.func),
             cl.USER_CODE: not str(parsed.filename).startswith(_PACKAGE_DIR)}
 
@@ -159,7 +163,6 @@ def _deferred_error(err: TranspileError) -> cst.BaseStatement:
     """A statement that raises `err` when the backward pass reaches it. Library composites
     have branches that never run for arrays (list inputs, say); only a path that runs may
     fail."""
-    from transpiler.codegen.disk_cache import portable_path
     loc = err.loc
     # The library's own files as <transpiler>/...: generated code is shipped (the bundle).
     where = f"{portable_path(loc.file)!r}, {loc.line}, {loc.col}" if loc is not None \
@@ -189,7 +192,6 @@ def callee_name(gen: Any, base: str, fn: Any, own: str) -> str:
 
 
 def _jnp(name: str) -> Any:
-    from transpiler import numpy as jnp
     return getattr(jnp, name)
 
 
@@ -274,9 +276,6 @@ def _code(node: cst.CSTNode) -> str:
 def _module(alias: str) -> Any:
     import numpy as np
 
-    from transpiler import lax
-    from transpiler import numpy as jnp
-    from transpiler.transforms import ad
     return {"jnp": jnp, "lax": lax, "np": np, "ad": ad}[alias]
 
 

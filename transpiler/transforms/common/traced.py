@@ -42,6 +42,10 @@ from transpiler.array_methods import ArrayMethods, AvalProperties
 from transpiler.errors import SourceLocation, TracerError, TranspileError, located, user_location
 from transpiler.primitives import core
 from transpiler.primitives.core import Primitive, ShapedArray
+from transpiler.transforms.common.generated import for_jit
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.forward.api import jvp_function
+from transpiler.transforms import bt
 
 
 class Recorded(AvalProperties, ArrayMethods, core.Tracer):
@@ -281,8 +285,6 @@ def _generate(fn: Any, record: Record, n_inputs: int, returned: list[str]) -> Ca
 
 def vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)``'s positional arguments, by tracing `fn`."""
-    from transpiler.transforms.common.generated import for_jit
-    from transpiler.transforms.reverse.generate import vjp_function
     traced = trace(fn, args, kwargs)
     active = traced.active
     if not active:
@@ -296,8 +298,6 @@ def vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
 
 def jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)``, by tracing `fn`."""
-    from transpiler.transforms.common.generated import for_jit
-    from transpiler.transforms.forward.api import jvp_function
     traced = trace(fn, primals, kwargs)
     flat_dots = _leaves_like((tuple(tangents), {}), traced.in_tree)
     dots = {f"x{i}": flat_dots[slot] for i, slot in enumerate(traced.slots)
@@ -315,7 +315,6 @@ def jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 
 def batch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``(out, out_dims)`` of ``fn(*args, **kwargs)`` under vmap, by tracing `fn`."""
-    from transpiler.transforms import bt
     traced = trace(fn, args, kwargs, (tuple(dims), {k: kwdims.get(k) for k in kwargs}))
     flat_dims = _leaves_like((tuple(dims), {k: kwdims.get(k) for k in kwargs}), traced.in_tree)
     in_dims = tuple(flat_dims[slot] for slot in traced.slots)
@@ -328,8 +327,6 @@ def batch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tupl
 def batched_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict, g: Any,
                 g_dims: Any) -> tuple:
     """``(bars, bars_dims)`` of `vjp` under vmap (`vmap(grad(f))` with `fn` inside `f`)."""
-    from transpiler.transforms import bt
-    from transpiler.transforms.reverse.generate import vjp_function
     in_dims = (tuple(dims), {k: kwdims.get(k) for k in kwargs})
     traced = trace(fn, args, kwargs, in_dims)
     if not traced.active:

@@ -49,6 +49,10 @@ from transpiler.transforms.common.statements import (_append, _drops, closure_re
 from transpiler.transforms.reverse.transform import Generated
 from transpiler.transforms.common.signature import source_signature
 from transpiler.transforms.reverse.structural_rules import AT_METHODS
+from transpiler.transforms.common.statements import _expression_pieces
+from transpiler.errors import _PACKAGE_DIR
+from transpiler.transforms.common.generated import aliases
+from transpiler.transforms.forward.custom_jvp import CustomJVP
 
 
 _code = cst.Module(body=[]).code_for_node
@@ -82,7 +86,6 @@ class ForwardAD:
         self.callees: dict[str, tuple[Any, frozenset]] = {}
         self.origin: dict[cst.CSTNode, Any] = {}
         self.counter = 0
-        from transpiler.errors import _PACKAGE_DIR
         # The library's composites, and code generated from them, fail lazily (at run
         # time, if the unsupported statement is reached); the user's code fails now.
         self.user_code = not library and not str(parsed.filename).startswith(_PACKAGE_DIR)
@@ -94,7 +97,6 @@ class ForwardAD:
         self.name_tuples: dict[str, list[str]] = {}
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.closure_tangents: dict[str, list[str]] = {}  # emitted def -> its active reads
-        from transpiler.transforms.common.generated import aliases
         self.renamed = {name.lstrip("_"): name for name in aliases(self.namespace)
                         if name.startswith("_")}  # e.g. {"ad": "_ad"} (see generated.aliases)
 
@@ -551,7 +553,6 @@ class ForwardAD:
                           and stars[0] is [a for a in args if a.keyword is None][-1]):
             raise self.error(stmt, "star-arguments in a call differentiated in forward mode are "
                              "not supported yet", "pass the arguments one by one")
-        from transpiler.transforms.forward.custom_jvp import CustomJVP
         if isinstance(fn, CustomJVP):
             return self.custom_call(stmt, t, fn, args)
         if isinstance(fn, Primitive):
@@ -732,7 +733,6 @@ _MODULE_PREFIX = re.compile(r"(?<![\w.])(ad|jnp|lax|np)\.")
 
 def _substitute(expression: str, names: dict[str, str]) -> str:
     """`expression` with its value Names replaced through `names` (see statements._pieces)."""
-    from transpiler.transforms.common.statements import _expression_pieces
     parts = []
     for literal, name in _expression_pieces(" ".join(expression.split("\n")).strip()):
         parts.append(literal)

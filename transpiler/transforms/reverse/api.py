@@ -13,11 +13,11 @@ from transpiler.transforms.common.arguments import (active_names, argnums_of, as
 from transpiler.transforms.common.generated import TransformedFunction, at_creation, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.errors import located
 
 
 def _check_options(fun: Any, argnums: Any, has_aux: Any, fname: str) -> None:
     """grad's options, checked when it is created (as JAX does)."""
-    from transpiler.errors import located
     if not callable(fun):
         raise located(TypeError, f"grad: expected a function, got {type(fun).__name__}",
                       "pass the function itself: grad(f), not grad(f(x))")

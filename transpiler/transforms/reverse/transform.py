@@ -43,6 +43,9 @@ from transpiler.transforms.common.statements import (
 )
 from transpiler.transforms.common.rename import SSA, assigned_names, loop_assigned
 from transpiler.transforms.ad.cotangents import needs_primal
+from transpiler.errors import _PACKAGE_DIR
+from transpiler.transforms.common.generated import aliases
+from transpiler.transforms import ad as adjoint_helpers
 
 
 @dataclass
@@ -81,10 +84,8 @@ class ReverseAD:
         self.counter = 0
         self.local_names = set(self.params) | _all_assigned(self.func.body.body)
         self.origin: dict[cst.CSTNode, Any] = {}
-        from transpiler.errors import _PACKAGE_DIR
         self.user_code = not str(parsed.filename).startswith(_PACKAGE_DIR)
         self.last_comment: Optional[str] = None
-        from transpiler.transforms.common.generated import aliases
         self.renamed = {name.lstrip("_"): name for name in aliases(self.namespace)
                         if name.startswith("_")}  # e.g. {"ad": "_ad"} (see generated.aliases)
 
@@ -247,7 +248,6 @@ class ReverseAD:
         (in every block): then the list is a value like any other, its versions on the loop
         tapes, its cotangent a list. A list that came from elsewhere, or that another name
         also refers to, is appended to in place as written."""
-        from transpiler.transforms import ad as adjoint_helpers
         alias = "ad" if self.namespace.get("ad", adjoint_helpers) is adjoint_helpers else "_ad"
         self.namespace[alias] = adjoint_helpers
         built = _lists_built_here(stmts, set(self.params))
