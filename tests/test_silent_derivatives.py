@@ -628,3 +628,22 @@ def test_once_silent_now_an_error_at_the_line(call, error):
 def test_bad_grad_options_are_type_errors_when_grad_is_created(options):
     with pytest.raises(TypeError, match="has_aux|argnums"):
         tp.grad(total, **options)
+
+
+def test_names_bound_in_every_block_of_library_code_are_locals():
+    """The transforms' local names include what a library composite binds inside
+    try/except/else/finally, with and elif blocks (once only if/for/while were read, so a
+    value bound in a `try` was taken for a global constant: its derivative dropped)."""
+    import libcst as cst
+
+    from transpiler.transforms.common.statements import _all_assigned
+    func = cst.parse_module(
+        "def f(x):\n"
+        "    try:\n        a = x\n    except ValueError as err:\n        b = x\n"
+        "    else:\n        c = x\n    finally:\n        d = x\n"
+        "    with open(x) as e:\n        g = x\n"
+        "    if x:\n        h = x\n    elif x:\n        i = x\n    else:\n        j = x\n"
+        "    for k in x:\n        m = x\n"
+        "    def inner():\n        n = x\n"
+        "    return a\n").body[0]
+    assert _all_assigned(func.body.body) == set("abcdeghijkm") | {"err", "inner"}

@@ -69,18 +69,28 @@ def _assign(stmt: cst.BaseStatement) -> Optional[cst.Assign]:
 
 
 def _all_assigned(stmts: Any) -> set[str]:
+    """The names `stmts` bind, in every block of their compound statements (if/else, loops,
+    and the try/except and with of library code) -- not inside nested functions."""
     names: set[str] = set()
     for stmt in stmts:
-        if isinstance(stmt, cst.If):
-            names |= _all_assigned(stmt.body.body)
-            if isinstance(stmt.orelse, cst.Else):
-                names |= _all_assigned(stmt.orelse.body.body)
-        elif isinstance(stmt, (cst.For, cst.While)):
-            names |= _all_assigned(stmt.body.body)
+        if isinstance(stmt, cst.FunctionDef):
+            names.add(stmt.name.value)
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            blocks = [stmt.body.body, *(h.body.body for h in getattr(stmt, "handlers", ()))]
+            for part in ("orelse", "finalbody"):
+                extra = getattr(stmt, part, None)  # Else, Finally, or an `elif`'s If
+                if extra is not None:
+                    blocks.append([extra] if isinstance(extra, cst.If) else extra.body.body)
+            for block in blocks:
+                names |= _all_assigned(block)
             if isinstance(stmt, cst.For):
                 names |= set(assigned_names(stmt.target))
-        elif isinstance(stmt, cst.FunctionDef):
-            names.add(stmt.name.value)
+            for item in getattr(stmt, "items", ()):  # with ... as name
+                if item.asname is not None:
+                    names |= set(assigned_names(item.asname.name))
+            for handler in getattr(stmt, "handlers", ()):  # except ... as name
+                if handler.name is not None:
+                    names |= set(assigned_names(handler.name.name))
         else:
             assign = _assign(stmt)
             if assign is not None:
