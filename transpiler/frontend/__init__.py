@@ -115,6 +115,21 @@ def _reject_introspection(source: FunctionSource, namespace: dict[str, Any]) -> 
     source.func.visit(Calls())
 
 
+# The rules of ad/control.py that forward mode may read (second derivatives through
+# `cond`/`switch`): the rest (loops, and the forward rules) are refused.
+_SECOND_ORDER_RULES = ("cond_vjp", "switch_vjp", "_branches_vjp", "branch", "run", "_vjp", "fill",
+                       "_add")
+
+
+def _second_order_rule(fn: Callable[..., Any]) -> bool:
+    if getattr(fn, "__module__", None) != "transpiler.transforms.ad.control":
+        return False
+    root = getattr(fn, "__qualname__", "").split(".")[0]
+    for prefix in ("jvp_", "vjp_", "vmap_"):  # (their generated code, and its closures)
+        root = root[len(prefix):] if root.startswith(prefix) else root
+    return root in _SECOND_ORDER_RULES
+
+
 def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
                    lower_comprehensions: bool = False) -> ParsedFunction:
     """The whole frontend: `fn` -> fenced, canonicalized ANF code with its source map.
@@ -127,7 +142,7 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
     for unsupported syntax.
     """
     fn = unwrap_transpiler(fn)
-    if getattr(fn, "__module__", None) in _RULE_MODULES:
+    if getattr(fn, "__module__", None) in _RULE_MODULES and not _second_order_rule(fn):
         from transpiler.errors import user_location
         raise TranspileError(
             "second-order differentiation through lax control flow (cond, switch, "

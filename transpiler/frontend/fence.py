@@ -209,12 +209,12 @@ def fence(func: cst.FunctionDef, filename: str,
 
 # What no transform follows even in the library's own composites (whose other Python the
 # fence lets through): a statement the transforms would copy without transforming its body.
-LIBRARY_UNSUPPORTED = (cst.With, cst.Match)
+LIBRARY_UNSUPPORTED = (cst.Match,)  # (`with`: forward mode follows it, the others refuse it)
 
 
 def fence_library(func: cst.FunctionDef, filename: str,
                   locations: dict[cst.CSTNode, SourceLocation]) -> None:
-    """The library's check: a `with`/`match` block in a composite would be copied into its
+    """The library's check: a `match` block in a composite would be copied into its
     derivative or batched code untransformed (a silent zero), so it is an error instead."""
     for node in m.preorder(func):
         if isinstance(node, LIBRARY_UNSUPPORTED):

@@ -6,6 +6,12 @@ functions with the transforms themselves (closures included, see common/closures
 assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
 eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
 
+Forward mode reads the reverse rules of `cond` and `switch` (`cond_vjp`, `switch_vjp` and
+what they call, written with loops rather than comprehensions for it; the frontend lets
+those through, see `_SECOND_ORDER_RULES` there): hessian = jacfwd(jacrev(f)) composes
+through them. The loops' rules, and every rule under reverse mode or vmap, are refused
+with a clear error (common/generated.py's `refuse_rule_code`).
+
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
 ``[trip_count, ...]`` buffer under jit, by a forward `scan`) and re-runs one iteration's
@@ -48,13 +54,21 @@ def fill(bar: Any, primal: Any) -> Any:
     """`bar` with `primal`'s full structure: zeros where nothing flowed (None) for values
     that carry derivatives, None for the others (ints, static values). A function's
     cotangent is the dict over its closure (common/closures.py)."""
-    if is_closure(primal):
-        return {n: fill(bar.get(n) if bar else None, v) for n, v in closure_items(primal)
-                if carries_derivative(v)}
+    if is_closure(primal):  # (loops, not comprehensions: see _branches_vjp)
+        filled = {}
+        for n, v in closure_items(primal):
+            if carries_derivative(v):
+                filled[n] = fill(bar.get(n) if bar else None, v)
+        return filled
     if isinstance(primal, dict):
-        return {k: fill(bar.get(k) if bar is not None else None, v) for k, v in primal.items()}
+        filled = {}
+        for k in primal:
+            filled[k] = fill(bar.get(k) if bar is not None else None, primal[k])
+        return filled
     if isinstance(primal, (tuple, list)):
-        parts = [fill(bar[i] if bar is not None else None, v) for i, v in enumerate(primal)]
+        parts = []
+        for i in range(len(primal)):
+            parts.append(fill(bar[i] if bar is not None else None, primal[i]))
         return sequence_like(primal, parts)
     if primal is None or not carries_derivative(primal):
         return None
@@ -81,14 +95,24 @@ def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tu
     """(cotangents of the branch functions, of the operands) through `cond`/`switch`:
     each branch of the backward `select` runs that branch's VJP; every branch returns
     every cotangent (zeros for the other branches' closures), so their types agree."""
+    # (Written with loops, not comprehensions: forward mode reads this function for second
+    # derivatives through cond/switch.)
     def branch(k: int) -> Callable[..., Any]:
-        def run(*operands: Any) -> tuple:
+        def run(operands: tuple) -> tuple:  # (one operand: no star-arguments to read)
             bars, fn_bar = _vjp(fns[k], operands, g)
-            return (tuple(fill(fn_bar if j == k else None, f) for j, f in enumerate(fns)),
-                    tuple(fill(b, o) for b, o in zip(bars, operands)))
+            fn_bars = []
+            for j in range(len(fns)):
+                fn_bars.append(fill(fn_bar if j == k else None, fns[j]))
+            op_bars = []
+            for i in range(len(operands)):
+                op_bars.append(fill(bars[i], operands[i]))
+            return tuple(fn_bars), tuple(op_bars)
         return run
+    branches = []
+    for k in range(len(fns)):
+        branches.append(branch(k))
     with selecting_in_loops():  # an IREE 3.13 bug (see there)
-        fn_bars, op_bars = select(selector, [branch(k) for k in range(len(fns))], ops)
+        fn_bars, op_bars = select(selector, branches, ops)
     return fn_bars, op_bars
 
 
@@ -97,7 +121,7 @@ def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
         return (None,) * len(args)
     pred, true_fun, false_fun, *ops = args
     fn_bars, op_bars = _branches_vjp(
-        lambda p, bs, o: lax.cond(p, bs[0], bs[1], *o), pred, (true_fun, false_fun),
+        lambda p, bs, o: lax.cond(p, bs[0], bs[1], o), pred, (true_fun, false_fun),
         tuple(ops), g)
     return (None, *fn_bars, *op_bars)
 
@@ -106,7 +130,7 @@ def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
     index, branches, *ops = args
-    fn_bars, op_bars = _branches_vjp(lambda i, bs, o: lax.switch(i, bs, *o), index,
+    fn_bars, op_bars = _branches_vjp(lambda i, bs, o: lax.switch(i, bs, o), index,
                                      tuple(branches), tuple(ops), g)
     return (None, type(branches)(fn_bars) if isinstance(branches, list) else fn_bars,
             *op_bars)

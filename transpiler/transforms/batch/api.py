@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
-from transpiler.transforms.common.generated import TransformedFunction, at_creation
+from transpiler.transforms.common.generated import TransformedFunction, at_creation, refuse_rule_code
 from transpiler.transforms.common.signature import source_signature
 from transpiler.tree_util._registry import node_children, sequence_like
 
@@ -25,6 +25,7 @@ _PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loo
 
 def batch_function(fn: Callable, batched: frozenset) -> Callable:
     """The generated ``vmap_<name>(*args, <p>_b=None ...) -> (out, out_b)`` (cached)."""
+    refuse_rule_code(fn, "vmap")
     from transpiler.codegen import disk_cache
     key = (fn, batched, disk_cache.bindings(fn))  # see reverse/generate.py's vjp_function
     hit = _GENERATED.get(key)

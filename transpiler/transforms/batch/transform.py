@@ -292,6 +292,9 @@ class Vectorize:
             return [new]
         if isinstance(stmt, cst.Try):
             return [self.compound(stmt)]
+        if isinstance(stmt, cst.With):  # (library code) not batched here
+            raise TranspileError(f"internal: vmap of {self.func.name.value}: a `with` block is "
+                                 "not batched", self.parsed.locations.get(stmt))
         append = _append(stmt)
         if append is not None and append[0] in self.batched:
             xs, v = append

@@ -99,7 +99,9 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
     key = (mode, converted(fn)[1], active)
     hit = _GENERATED.get(key)
     if hit is None:
-        from transpiler.transforms.common.generated import emit_generated
+        from transpiler.transforms.common.generated import emit_generated, refuse_rule_code
+        if mode != "forward mode":
+            refuse_rule_code(fn, mode)
         parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
         if mode == "reverse mode":
             from transpiler.transforms.reverse.generate import vjp_function

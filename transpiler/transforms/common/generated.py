@@ -57,6 +57,20 @@ class TransformedFunction(ModuleCode):
         """This transform as plain generated Python that the transforms can take as input."""
 
 
+def refuse_rule_code(fn: Any, transform: str) -> None:
+    """Forward mode reads the reverse rules of `cond`/`switch` (hessian = jacfwd(jacrev)
+    composes through them); reverse mode and vmap do not read the control-flow rules yet."""
+    if getattr(fn, "__module__", None) == "transpiler.transforms.ad.control":
+        from transpiler.errors import TranspileError, user_location
+        raise TranspileError(
+            f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
+            f"fori_loop, scan, map) is not supported yet: its rule "
+            f"(`{getattr(fn, '__qualname__', fn)}`) is not read by {transform}",
+            user_location(), "for second order through cond/switch use forward over reverse "
+            "(hessian, jacfwd(jacrev(f)), jvp(grad(f))); or write the branch or loop as "
+            "Python control flow (it unrolls)")
+
+
 def primitive_function(fun: Any) -> Any:
     """A primitive (``jnp.sin``) as the Python function ``def sin(x): return _p(x)``, which
     the transforms can read (``grad(jnp.sin)``, ``vmap(jnp.sin)``); anything else as it is."""

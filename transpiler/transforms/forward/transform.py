@@ -171,7 +171,7 @@ class ForwardAD:
     def nested(stmt: cst.BaseStatement) -> list[list[cst.BaseStatement]]:
         """The statement blocks inside a compound statement (if/else, loops, and the
         try/except of library code), or [] for a simple statement."""
-        if not isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try)):
+        if not isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
             return []
         blocks = [_block(stmt.body)]
         orelse = getattr(stmt, "orelse", None)
@@ -314,7 +314,7 @@ class ForwardAD:
                     out.append(self.line(f"{self.dot(name)} = {{{items}}}"))
                     self.closure_tangents[name] = free
                 continue
-            if isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try)):
+            if isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
                 body = self.block(_block(stmt.body))
                 if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and \
                         stmt.target.value in self.active:  # a loop index read as active

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from transpiler.transforms.common.generated import aliases, emit_generated, parsed_function, target
+from transpiler.transforms.common.generated import (aliases, emit_generated, parsed_function,
+                                                    refuse_rule_code, target)
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -21,6 +22,7 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
         return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom(fn, has_aux)
     if isinstance(fn, CustomJVP):
         return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom_jvp(fn, has_aux)
+    refuse_rule_code(fn, "reverse mode")
     from transpiler.codegen import disk_cache
     # A global rebound (or a helper redefined) since: the code is generated again
     key = (fn, active, has_aux, disk_cache.bindings(fn))

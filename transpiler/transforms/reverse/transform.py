@@ -304,6 +304,9 @@ class ReverseAD:
             if isinstance(stmt, cst.Try):  # (library code: the fence refuses user `try`s)
                 self.analyze_try(stmt)
                 continue
+            if isinstance(stmt, cst.With):  # (library code) its body has no adjoint here
+                raise self.error(stmt, f"internal: reverse mode of {self.func.name.value}: a "
+                                 "`with` block is not differentiated")
             if isinstance(stmt, cst.FunctionDef):  # a function value carries its closure
                 free = self.closures[stmt] = closure_reads(stmt, self.local_names)
                 if any(n in self.active for n in free):
