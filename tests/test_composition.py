@@ -202,10 +202,12 @@ def _scan(x):
     (lambda x: jax.hessian(_scan)(x), "second-order differentiation through lax control flow"),
     (lambda x: jax.grad(jax.grad(lambda v: _cond_closure(v * x)))(np.float32(1.0)),
      "reverse mode of a derivative through lax control flow"),
+    (lambda x: jax.vmap(jax.hessian(lambda v: lax.cond(v > 0, jnp.sin, jnp.cos, v)))(x),
+     "vmap of a derivative through lax control flow"),
 ])
 def test_what_second_order_through_control_flow_still_refuses(call, message):
-    """Loops' rules are not read by forward mode yet, nor any rule by reverse mode: a clear
-    error at the user's line, never a wrong value."""
+    """Loops' rules are not read by forward mode yet, nor any rule by reverse mode or vmap:
+    a clear error at the user's line, never a wrong value."""
     with pytest.raises(TranspileError, match=message) as info:
         call(np.array([0.3, 0.7], np.float32))
     assert f"{__file__}:" in str(info.value)

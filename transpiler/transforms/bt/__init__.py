@@ -288,8 +288,11 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
                   fn_dims: Any, free_values: Optional[dict] = None) -> tuple[Any, Any]:
     """A Python function with source: its generated ``vmap_<name>`` (a closure's
     closed-over values replaced by `free_values` where given)."""
-    from transpiler.transforms.common.generated import for_jit
+    from transpiler.transforms.common.generated import for_jit, refuse_rule_code
     from transpiler.transforms.batch.api import batch_function
+    for arg in args:  # the derivative machinery running a lax control-flow rule (ad/control.py)
+        if callable(arg):
+            refuse_rule_code(arg, "vmap")
     signature = source_signature(fn)
     try:
         signature.bind(*args, **kwargs)  # (the arguments must fit)
