@@ -647,3 +647,30 @@ def test_names_bound_in_every_block_of_library_code_are_locals():
         "    def inner():\n        n = x\n"
         "    return a\n").body[0]
     assert _all_assigned(func.body.body) == set("abcdeghijkm") | {"err", "inner"}
+
+
+def _rebound_pack(x):
+    g = (x * x, x)
+    a, b = (None, None) if g is None else g  # `_t = (None, None)` on one path, `_t = g` on the other
+    return a * b
+
+
+def _rebound_pack_in_loop(x):
+    pair = (1.0, 2.0)
+    total = 0.0
+    for _ in range(2):
+        a, b = pair
+        total = total + a * b
+        pair = (x, x * x)
+    return total
+
+
+@pytest.mark.parametrize("fn, want", [(_rebound_pack, 12.0), (_rebound_pack_in_loop, 12.0)],
+                         ids=["if-expression", "loop"])
+def test_unpacking_a_name_bound_to_several_tuples_keeps_the_tangent(fn, want):
+    """Forward mode follows `a, b = t` element by element only for a `t` bound once; a `t`
+    bound to a constant tuple on one path and to a differentiated one on another gave 0."""
+    _, tangent = tp.jvp(fn, (2.0,), (1.0,))
+    assert float(tangent) == pytest.approx(want)
+    assert float(tp.grad(fn)(2.0)) == pytest.approx(want)
+    assert float(tp.jacfwd(fn)(2.0)) == pytest.approx(want)

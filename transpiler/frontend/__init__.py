@@ -30,6 +30,7 @@ from transpiler.frontend.fence import fence, fence_library
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
 from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import bind_defaults, resolve_names
+from transpiler.rule_code import is_rule_code, readers
 from transpiler.rewritten import INTRODUCED
 
 Locations = dict[cst.CSTNode, SourceLocation]
@@ -46,10 +47,6 @@ class ParsedFunction:
     locations: Locations           # node of `func` -> the user's original position
     source_hash: str               # sha256 of the original source text
 
-
-# Modules whose functions are derivative rules run by the transforms, never their input.
-_RULE_MODULES = frozenset({"transpiler.transforms.ad.control", "transpiler.lax.control",
-                           "transpiler.lax.loops"})
 
 # The builtins canonicalization and ANF may introduce into rewritten code.
 REWRITE_BUILTINS = ("range", "len", "min", "list", "reversed", "enumerate", "zip")
@@ -115,21 +112,6 @@ def _reject_introspection(source: FunctionSource, namespace: dict[str, Any]) -> 
     source.func.visit(Calls())
 
 
-# The rules of ad/control.py that forward mode may read (second derivatives through
-# `cond`/`switch`): the rest (loops, and the forward rules) are refused.
-_SECOND_ORDER_RULES = ("cond_vjp", "switch_vjp", "_branches_vjp", "branch", "run", "_vjp", "fill",
-                       "_add")
-
-
-def _second_order_rule(fn: Callable[..., Any]) -> bool:
-    if getattr(fn, "__module__", None) != "transpiler.transforms.ad.control":
-        return False
-    root = getattr(fn, "__qualname__", "").split(".")[0]
-    for prefix in ("jvp_", "vjp_", "vmap_"):  # (their generated code, and its closures)
-        root = root[len(prefix):] if root.startswith(prefix) else root
-    return root in _SECOND_ORDER_RULES
-
-
 def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
                    lower_comprehensions: bool = False) -> ParsedFunction:
     """The whole frontend: `fn` -> fenced, canonicalized ANF code with its source map.
@@ -142,14 +124,15 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
     for unsupported syntax.
     """
     fn = unwrap_transpiler(fn)
-    if getattr(fn, "__module__", None) in _RULE_MODULES and not _second_order_rule(fn):
+    if is_rule_code(fn) and not readers(fn):
         from transpiler.errors import user_location
         raise TranspileError(
-            "second-order differentiation through lax control flow (cond, switch, "
-            "while_loop, fori_loop, scan, map) is not supported yet: their derivative rules "
-            f"(`{getattr(fn, '__qualname__', fn)}`) cannot be differentiated again",
-            user_location(), "take first-order derivatives through control flow; for "
-            "second order, write the loop or branch as Python control flow (it unrolls)")
+            "second-order differentiation through this lax control flow is not supported "
+            f"yet: its derivative rule (`{getattr(fn, '__qualname__', fn)}`) cannot be "
+            "differentiated again", user_location(),
+            "forward over reverse (hessian, jacfwd(jacrev(f)), jvp(grad(f))) runs through cond, "
+            "switch, fori_loop, scan, map and an eager while_loop; for the rest, write the loop "
+            "or branch as Python control flow (it unrolls)")
     source, namespace = read_function(fn)
     if source.filename not in GENERATED_SOURCE_MAPS:  # (generated code calls locals() itself)
         _reject_introspection(source, namespace)

@@ -210,3 +210,5 @@ from transpiler.transforms.ad.forward import (  # noqa: E402,F401  (forward mode
     at, custom_jvp_call, custom_jvp_vjp, index_tangent, jvp_call, map_jvp, tangents_of,
     unpack_tangents,
     zeros_like_tree)
+from transpiler.transforms.ad.control import (  # noqa: E402,F401  (second order through lax)
+    _where as control_where, fill as control_fill)

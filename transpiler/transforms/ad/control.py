@@ -6,11 +6,15 @@ functions with the transforms themselves (closures included, see common/closures
 assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
 eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
 
-Forward mode reads the reverse rules of `cond` and `switch` (`cond_vjp`, `switch_vjp` and
-what they call, written with loops rather than comprehensions for it; the frontend lets
-those through, see `_SECOND_ORDER_RULES` there): hessian = jacfwd(jacrev(f)) composes
-through them. The loops' rules, and every rule under reverse mode or vmap, are refused
-with a clear error (common/generated.py's `refuse_rule_code`).
+Forward mode reads the reverse rules marked ``@read_by(FORWARD)`` (transpiler/rule_code.py):
+those of `cond`, `switch`, `fori_loop`, `scan`, `map` and an eager `while_loop`, written
+with loops rather than comprehensions and without star-arguments for it. So hessian =
+jacfwd(jacrev(f)) composes through them: the second derivative of a branch or body is
+forward mode of its generated reverse code, inside a `cond` or `scan` again. The helpers
+they call that forward mode does not read have helper-tangent rules (`fill`, `_where`,
+ad/helper_tangents.py) or are static (`_traced`); `_primal` passes its function through.
+The rest -- a bounded `while_loop` under jit, and every rule under reverse mode or vmap --
+is refused with a clear error (common/generated.py's `refuse_rule_code`).
 
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
@@ -35,10 +39,15 @@ from transpiler.primitives.core import Tracer
 from transpiler.transforms.common.generated import for_jit
 from transpiler.lax.control import selecting_in_loops
 from transpiler import lax
+from transpiler.rule_code import read_by
 from transpiler.lax.loops import _index_dtype
-from transpiler.lax.loops import _pair
 
 
+# The rules forward mode reads (second derivatives: forward over reverse).
+FORWARD = "forward mode"
+
+
+@read_by(FORWARD)
 def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
     """(cotangents of `args`, cotangent of `fn`'s closure) for ``fn(*args)`` and `g`."""
     *bars, fn_bar = vjp_call_closure(fn, args, {}, g)
@@ -75,6 +84,12 @@ def fill(bar: Any, primal: Any) -> Any:
     return jnp.zeros_like(primal) if bar is None else bar
 
 
+def _where(keep: Any, new: Any, old: Any) -> Any:
+    """`new` where `keep` holds, else `old`, leaf by leaf."""
+    return tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, old)
+
+
+@read_by(FORWARD)
 def _add(a: Any, b: Any) -> Any:
     return add(a, b)
 
@@ -90,13 +105,13 @@ def _primal(fn: Any) -> Any:
 
 # --- reverse mode --------------------------------------------------------------------------
 
+@read_by(FORWARD)
 def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tuple,
                   g: Any) -> tuple[tuple, tuple]:
     """(cotangents of the branch functions, of the operands) through `cond`/`switch`:
     each branch of the backward `select` runs that branch's VJP; every branch returns
     every cotangent (zeros for the other branches' closures), so their types agree."""
-    # (Written with loops, not comprehensions: forward mode reads this function for second
-    # derivatives through cond/switch.)
+    # (Written with loops, not comprehensions: forward mode reads it, see the docstring.)
     def branch(k: int) -> Callable[..., Any]:
         def run(operands: tuple) -> tuple:  # (one operand: no star-arguments to read)
             bars, fn_bar = _vjp(fns[k], operands, g)
@@ -116,6 +131,7 @@ def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tu
     return fn_bars, op_bars
 
 
+@read_by(FORWARD)
 def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -126,6 +142,7 @@ def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, *fn_bars, *op_bars)
 
 
+@read_by(FORWARD)
 def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -136,6 +153,7 @@ def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
             *op_bars)
 
 
+@read_by(FORWARD)
 def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """The forward loop as a `scan` that stores each iteration's carry, then a reverse
     `scan` that differentiates one iteration at a time."""
@@ -170,6 +188,7 @@ def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, None, body_bar, init_bar)
 
 
+@read_by(FORWARD)
 def _scan_args(args: tuple) -> tuple:
     f, init = args[0], args[1]
     xs = args[2] if len(args) > 2 else None
@@ -178,16 +197,18 @@ def _scan_args(args: tuple) -> tuple:
     return f, init, xs, length, reverse
 
 
+@read_by(FORWARD)
 def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
     f, init, xs, length, reverse = _scan_args(args)
-    carry_bar, ys_bar = (None, None) if g is None else g
+    carry_bar, ys_bar = g
 
     primal = _primal(f)
 
     def forward(carry: Any, x: Any) -> tuple:
-        return _pair(primal(carry, x))[0], carry
+        new, _ = primal(carry, x)  # (a pair: lax.scan checked f)
+        return new, carry
 
     _, carries = lax.scan(forward, init, xs, length=length, reverse=reverse)
 
@@ -203,6 +224,7 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, init_bar, xs_bar, *(None,) * (len(args) - 3))
 
 
+@read_by(FORWARD)
 def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     f, xs = args
     if g is None:
@@ -217,6 +239,7 @@ def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, xs_bar)
 
 
+@read_by(FORWARD)
 def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """Eagerly the trip count is known: the carries go on a Python list. Under jit it is
     not: with ``max_iters`` the loop runs as a `scan` of that many masked steps (a step
@@ -249,18 +272,17 @@ def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, body_bar, bar, *(None,) * (len(args) - 3))
 
 
+# (Not read by forward mode: jit(hessian) through it compiles, but IREE 3.13 fails to run
+# the module -- "ref is null" creating a result buffer view -- unless the loops' results
+# kept alive for lax/control.py's workaround are dropped.)
 def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
                        g: Any) -> tuple:
-
-    def where(keep: Any, new: Any, old: Any) -> Any:
-        return tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, old)
-
     test, step = _primal(cond_fun), _primal(body_fun)
 
     def forward(state: tuple, _: Any) -> tuple:
         carry, running = state
         keep = jnp.logical_and(running, test(carry))
-        return (where(keep, step(carry), carry), keep), (carry, keep)
+        return (_where(keep, step(carry), carry), keep), (carry, keep)
 
     _, (carries, kept) = lax.scan(forward, (init, jnp.asarray(True)), None, length=max_iters)
 
@@ -268,8 +290,8 @@ def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
         bar, body_bar = acc
         carry, keep = step
         (new_bar,), fn_bar = _vjp(body_fun, (carry,), bar)
-        return (where(keep, fill(new_bar, carry), bar),
-                _add(body_bar, where(keep, fill(fn_bar, body_fun),
+        return (_where(keep, fill(new_bar, carry), bar),
+                _add(body_bar, _where(keep, fill(fn_bar, body_fun),
                                      fill(None, body_fun)))), None
 
     (bar, body_bar), _ = lax.scan(backward, (fill(g, init), fill(None, body_fun)),

@@ -28,9 +28,12 @@ RULES: dict[str, Rule] = {
     "cotangent_values_bar": lambda t, x, d: f"ad.values_bar({x[0]}, {d[1]})",
     "cotangent_attribute_bar": lambda t, x, d: f"ad.attribute_bar({x[0]}, {x[1]}, {d[2]})",
     "cotangent_attribute_tangent": lambda t, x, d: f"ad.attribute_tangent({d[0]}, {x[1]})",
-    # ad/control.py's `fill(bar, primal)`: zeros where bar is None, shaped by primal (read
-    # by its callers' generated code under that name: second order through cond/switch)
-    "cotangent_fill": lambda t, x, d: f"fill({d[0]}, {x[1]})",
+    # the reverse rules of lax control flow (ad/control.py, which forward mode reads for
+    # second derivatives): `fill(bar, primal)` -- zeros where bar is None, shaped by primal
+    # -- and `_where(keep, new, old)`, a select leaf by leaf
+    "control_fill": lambda t, x, d: f"ad.control_fill({d[0]}, {x[1]})",
+    "control_where": lambda t, x, d: f"ad.control_where({x[0]}, ad.control_fill({d[1]}, "
+                                     f"{x[1]}), ad.control_fill({d[2]}, {x[2]}))",
     # a closure's derivative: the dict of its cells' (common/closures.py)
     "closure_free_params": lambda t, x, d: f"ad.free_params_tangent({t}, {d[0]})",
     "closure_free_values": lambda t, x, d: f"ad.free_values_tangent({d[0]}, {d[1]}, {x[0]}, "

@@ -301,8 +301,12 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.active_names): "static",
                               id(closures.closure_vjp_function): "static",
                               id(closures.closure_jvp_function): "static"})
-        from transpiler.transforms.ad.control import fill
-        _HELPER_KINDS[id(fill)] = "cotangent_fill"
+        from transpiler.transforms.ad import control  # the rules forward mode reads
+        _HELPER_KINDS.update({id(control.fill): "control_fill",
+                              id(control._where): "control_where",
+                              id(control._primal): "pass",  # (conversion is staging only)
+                              id(control._traced): "static",
+                              id(control._index_dtype): "static"})
         from transpiler.transforms.common import partials  # a partial's derivative: its arguments'
         _HELPER_KINDS.update({id(partials.bound): "partial_bound",
                               id(partials.pair): "partial_pair",

@@ -8,8 +8,10 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable
 
-from transpiler.transforms.common.callables import as_function
 from transpiler.config import config
+from transpiler.errors import TranspileError, user_location
+from transpiler.rule_code import readers
+from transpiler.transforms.common.callables import as_function
 
 _PARSED: dict[tuple, Any] = {}  # (function, disk_cache.bindings) -> frontend output
 
@@ -58,17 +60,18 @@ class TransformedFunction(ModuleCode):
 
 
 def refuse_rule_code(fn: Any, transform: str) -> None:
-    """Forward mode reads the reverse rules of `cond`/`switch` (hessian = jacfwd(jacrev)
-    composes through them); reverse mode and vmap do not read the control-flow rules yet."""
-    if getattr(fn, "__module__", None) == "transpiler.transforms.ad.control":
-        from transpiler.errors import TranspileError, user_location
+    """A transform reads only the control-flow rules marked for it (transpiler/rule_code.py):
+    forward mode reads the reverse rules of cond/switch/fori_loop/scan (hessian =
+    jacfwd(jacrev) composes through them); reverse mode and vmap read none yet."""
+    marks = readers(fn, derivative_rules_only=True)
+    if marks is not None and transform not in marks:
         raise TranspileError(
             f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
             f"fori_loop, scan, map) is not supported yet: its rule "
             f"(`{getattr(fn, '__qualname__', fn)}`) is not read by {transform}",
-            user_location(), "for second order through cond/switch use forward over reverse "
-            "(hessian, jacfwd(jacrev(f)), jvp(grad(f))); or write the branch or loop as "
-            "Python control flow (it unrolls)")
+            user_location(), "for second order through cond/switch/fori_loop/scan use forward "
+            "over reverse (hessian, jacfwd(jacrev(f)), jvp(grad(f))); or write the branch or "
+            "loop as Python control flow (it unrolls)")
 
 
 def primitive_function(fun: Any) -> Any:

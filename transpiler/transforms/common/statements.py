@@ -4,6 +4,7 @@ derivative rules share."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Optional, cast
 
 import libcst as cst
@@ -71,10 +72,15 @@ def _assign(stmt: cst.BaseStatement) -> Optional[cst.Assign]:
 def _all_assigned(stmts: Any) -> set[str]:
     """The names `stmts` bind, in every block of their compound statements (if/else, loops,
     and the try/except and with of library code) -- not inside nested functions."""
-    names: set[str] = set()
+    return set(bindings(stmts))
+
+
+def bindings(stmts: Any) -> Counter[str]:
+    """How many statements of `stmts` (in every block, as `_all_assigned`) bind each name."""
+    names: Counter[str] = Counter()
     for stmt in stmts:
         if isinstance(stmt, cst.FunctionDef):
-            names.add(stmt.name.value)
+            names[stmt.name.value] += 1
         elif isinstance(stmt, cst.BaseCompoundStatement):
             blocks = [stmt.body.body, *(h.body.body for h in getattr(stmt, "handlers", ()))]
             for part in ("orelse", "finalbody"):
@@ -82,20 +88,20 @@ def _all_assigned(stmts: Any) -> set[str]:
                 if extra is not None:
                     blocks.append([extra] if isinstance(extra, cst.If) else extra.body.body)
             for block in blocks:
-                names |= _all_assigned(block)
+                names.update(bindings(block))
             if isinstance(stmt, cst.For):
-                names |= set(assigned_names(stmt.target))
+                names.update(assigned_names(stmt.target))
             for item in getattr(stmt, "items", ()):  # with ... as name
                 if item.asname is not None:
-                    names |= set(assigned_names(item.asname.name))
+                    names.update(assigned_names(item.asname.name))
             for handler in getattr(stmt, "handlers", ()):  # except ... as name
                 if handler.name is not None:
-                    names |= set(assigned_names(handler.name.name))
+                    names.update(assigned_names(handler.name.name))
         else:
             assign = _assign(stmt)
             if assign is not None:
                 for t in assign.targets:
-                    names |= set(assigned_names(t.target))
+                    names.update(assigned_names(t.target))
     return names
 
 

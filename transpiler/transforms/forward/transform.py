@@ -44,7 +44,7 @@ from transpiler.transforms.common.statements import (
     split_return,
 )
 from transpiler.transforms.common.rename import assigned_names
-from transpiler.transforms.common.statements import (_append, _drops, closure_reads,
+from transpiler.transforms.common.statements import (_append, _drops, bindings, closure_reads,
                                                      dropped_derivative)
 from transpiler.transforms.reverse.transform import Generated
 from transpiler.transforms.common.signature import source_signature
@@ -132,6 +132,7 @@ class ForwardAD:
     def run(self) -> Generated:
         stmts, ret = split_return(self, self.func)
         self.active: set[str] = set(self.active_params)
+        self.bound = bindings(stmts)
         fixpoint(lambda: self.analyze(stmts), self.active)
         out = ret.body[0].value
         assert out is not None  # ANF returns always carry a value (a name)
@@ -215,7 +216,8 @@ class ForwardAD:
                     self.definitions[target.value] = "at_index"
                     self.at_parts[target.value] = (self.at_parts[op.operands[0]][0],
                                                    index_text(assign.value))  # type: ignore
-            if isinstance(target, cst.Name) and op.kind == "pack":
+            if isinstance(target, cst.Name) and op.kind == "pack" and \
+                    self.bound[target.value] == 1:  # (bound once: else per value, below)
                 self.packs[target.value] = [  # element-wise activity through `a, b = (x, y)`
                     e.value.value if isinstance(e.value, cst.Name) else None
                     for e in assign.value.elements]  # type: ignore[attr-defined]
