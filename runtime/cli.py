@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
+import runtime
 
 MANIFEST = "manifest.json"
 FORMAT = "transpiler-build/1"
@@ -99,7 +100,6 @@ class Built:
         if hashlib.sha256(data).hexdigest() != artifact.get("sha256"):
             raise CliError(f"{path}: its hash does not match the manifest (a corrupt or "
                            "foreign file); rebuild it")
-        import runtime
         # A pmap's multi-device module (llvm-cpu, vulkan-spirv): shard k on device k.
         self.pmap = entry.get("pmap") if target in ("llvm-cpu", "vulkan-spirv") else None
         try:

@@ -16,6 +16,9 @@ import runtime
 from transpiler.array_methods import ArrayMethods, AvalProperties
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
+from transpiler import dtypes, tree_util
+from transpiler.errors import located
+from transpiler import numpy as jnp
 
 
 class Array(AvalProperties, ArrayMethods):
@@ -24,7 +27,6 @@ class Array(AvalProperties, ArrayMethods):
     __slots__ = ("_value", "aval", "__weakref__")
 
     def __init__(self, value: Any, dtype: Any = None) -> None:
-        from transpiler import numpy as jnp
         other = jnp.asarray(value, dtype=dtype)
         self._value = other._value
         self.aval = other.aval
@@ -147,7 +149,6 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self) -> Any:
-        from transpiler.primitives.core import ShapedArray
         return ShapedArray(self.shape, self.dtype, False)
 
     @property
@@ -163,10 +164,8 @@ def device_put(x: Any, device: Any = None) -> Any:
     `DeviceArray`s on `device` (default: the default device). Values keep their dtype but
     for the 64-bit ones JAX narrows without ``jax_enable_x64``; arrays already there are
     returned as they are."""
-    from transpiler import dtypes, tree_util
     target = runtime.default_device() if device is None else device
     if not isinstance(target, runtime.Device):
-        from transpiler.errors import located
         raise located(TypeError, f"device_put: expected a Device, got {type(target).__name__}",
                       "shardings (jax.sharding) are not supported yet; pass a device from "
                       "transpiler.devices(), or nothing for the default device")

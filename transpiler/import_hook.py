@@ -20,6 +20,8 @@ import importlib.machinery
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
+from transpiler.codegen import disk_cache
+from transpiler.transforms.common.generated import ModuleCode
 
 CACHE_FOLDER = "__transpiler__"
 
@@ -80,7 +82,6 @@ def install_import_hook(*packages: str) -> ImportHook:
 @contextlib.contextmanager
 def _local_folder(module: Any) -> Iterator[None]:
     """Keep generated code in ``__transpiler__/`` next to the module's source meanwhile."""
-    from transpiler.codegen import disk_cache
     origin = getattr(module, "__file__", None)
     if not origin:
         yield
@@ -102,6 +103,5 @@ def rewrite_module(module: Any) -> None:
 
 
 def _generate(value: Any, module_name: str) -> None:
-    from transpiler.transforms.common.generated import ModuleCode
     if isinstance(value, ModuleCode):
         value.generate_code(module_name)

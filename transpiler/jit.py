@@ -28,6 +28,7 @@ from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.common.generated import ModuleCode, Staged, at_creation
 from transpiler.cache_files import write_atomic
+from transpiler.transforms.autograph.runtime import convert_for_jit
 
 DeviceLike = Union[None, str, runtime.Device]
 
@@ -293,7 +294,6 @@ class Jitted(Staged):
         converted to lax control flow (transforms/autograph/convert.py), or `fun` itself when
         neither it nor a function of the user's it calls has control flow."""
         if self._converted is None:
-            from transpiler.transforms.autograph.runtime import convert_for_jit
             self._converted = convert_for_jit(self._fun)
         return self._converted
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 from typing import Any
+from transpiler.errors import located
 
 # The name a lowered dict comprehension calls `with_item` by (frontend/comprehensions.py)
 WITH_ITEM = "_with_item"
@@ -74,7 +75,6 @@ def sort_order(keys: list, reverse: bool) -> list:
         return builtins.sorted(builtins.range(builtins.len(keys)), key=keys.__getitem__,
                                reverse=reverse)
     except TypeError as error:  # batched values (vmap) have no single order
-        from transpiler.errors import located
         raise located(TypeError, f"sorted(): {error}: the values differ across the batch, so "
                       "they have no single order", "sort arrays with jnp.sort / jnp.argsort, "
                       "or sort by static values (names, shapes)") from None

@@ -18,6 +18,15 @@ from typing import Any, Optional, Sequence
 from runtime.cli import FORMAT, MANIFEST, CliError, add_run_parser
 from transpiler.cache_files import write_atomic
 from transpiler.config import config
+from transpiler.transforms.batch.api import Vmapped
+from transpiler.primitives.core import abstractify
+from transpiler import dtypes
+from transpiler.array import ShapeDtypeStruct
+import transpiler as tp
+from transpiler.jit import Jitted
+from transpiler.compiler import TARGETS
+import transpiler
+from transpiler.compiler import compiler_version
 
 STAGES = ("python", "stablehlo", "linalg", "flow")
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
@@ -127,10 +136,8 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
         return [parse_signature(t) for t in text.split()]
     examples = getattr(fn, "example_args", None)
     if examples is not None:  # jit(f, example_args=(ShapeDtypeStruct(...), ...))
-        from transpiler.primitives.core import abstractify
         return [(abstractify(a).dtype.name, tuple(abstractify(a).shape)) for a in examples]
     from transpiler.transforms.common.generated import target
-    from transpiler.transforms.batch.api import Vmapped
     target = fn.fun if isinstance(fn, Vmapped) else target(getattr(fn, "_fun", fn))
     try:
         params = list(inspect.signature(target).parameters.values())
@@ -144,14 +151,11 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
 
 
 def _examples(specs: list) -> list[Any]:
-    from transpiler import dtypes
-    from transpiler.array import ShapeDtypeStruct
     return [ShapeDtypeStruct(shape, dtypes.bfloat16 if dtype == "bfloat16" else dtype)
             for dtype, shape in specs]
 
 
 def _jitted(fn: Any) -> Any:
-    import transpiler as tp
     return fn if hasattr(fn, "lower") else tp.jit(fn)
 
 
@@ -163,7 +167,6 @@ def show_command(args: Any) -> int:
     if args.stage == "python":
         source = getattr(fn, "source", None)
         if source is None:
-            from transpiler.jit import Jitted
             if isinstance(fn, Jitted):
                 source = fn.converted_source
             else:
@@ -193,7 +196,6 @@ def _highlight(text: str, kind: str) -> str:
 # --- build -------------------------------------------------------------------------------------------
 def build_command(args: Any) -> int:
     from transpiler.cli.build import compile_artifact, lower_all, python_module
-    from transpiler.compiler import TARGETS
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     unknown = [t for t in targets if t not in TARGETS and t != "stablehlo"]
     if unknown:
@@ -285,8 +287,6 @@ def _annotated(module: Any) -> dict[str, tuple[Any, list]]:
 
 
 def _versions() -> dict:
-    import transpiler
-    from transpiler.compiler import compiler_version
     return {"transpiler": transpiler.__version__, "iree-compiler": compiler_version(),
             "python": sys.version.split()[0]}
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from transpiler.cache_files import read_sealed, reject, write_atomic, write_sealed
 from transpiler.config import config
 from transpiler.errors import GENERATED_SOURCE_MAPS, SourceLocation
+from transpiler.codegen.disk_cache import portable_path
 
 if TYPE_CHECKING:  # libcst costs ~0.3 s to import: loading cached code must not need it
     import libcst as cst
@@ -32,7 +33,6 @@ def emit(func: cst.FunctionDef, namespace: dict[str, Any],
          file: str, line: int, module_name: str = "__transpiler_generated__") -> Callable:
     """Write `func` to a file, execute it in `namespace`, and return the function."""
     import libcst as cst
-    from transpiler.codegen.disk_cache import portable_path
     header = HEADER.format(transform=transform, name=name, file=portable_path(file), line=line)
     module = cst.Module(body=[func], header=[cst.EmptyLine(comment=cst.Comment(header.rstrip()))])
     source, lines = render(module, origin)
@@ -52,7 +52,6 @@ def emit_text(source: str, func_name: str, namespace: dict[str, Any], *, transfo
     """`emit` for a small function written as text (a wrapper with no located statements):
     the same file, without libcst (so a process that finds everything else on disk never
     imports it)."""
-    from transpiler.codegen.disk_cache import portable_path
     header = HEADER.format(transform=transform, name=name, file=portable_path(file), line=line)
     fn = load_source(header + source, func_name, namespace, {})
     fn.source_map = {}  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from transpiler.errors import SourceLocation
 from transpiler.per_thread import PerThreadList
 from transpiler.rewritten import DEFAULT_PREFIX, INTRODUCED, MISSING, default_value
 from transpiler.version import __version__
+from transpiler.primitives.core import Primitive
 
 FORMAT = "1"
 _RECORD = "AD1"  # the header of a record on disk (transpiler/cache_files.py)
@@ -115,7 +116,6 @@ def namespace_of(fn: Callable, names: Any) -> Optional[dict[str, Any]]:
 
 def describe(value: Any) -> str:
     """What the transforms see in a name: its kind and identity, not its data."""
-    from transpiler.primitives.core import Primitive
     if isinstance(value, types.ModuleType):
         return "module:" + value.__name__
     if isinstance(value, Primitive):
@@ -181,7 +181,7 @@ def _portable_code(code: types.CodeType) -> types.CodeType:
 _FINGERPRINT: list[str] = []
 # The code that decides what gets generated: a change to any of it changes every key.
 _GENERATOR_SOURCES = ("frontend/*.py", "transforms/**/*.py", "codegen/*.py", "primitives/*_template.py",
-                      "primitives/vjp_rules.py")
+                      "primitives/derivatives.py")
 
 
 def transforms_fingerprint() -> str:

@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import TranspileError
+from transpiler.lowering.trace import error_at_mlir_location
 
 log = logging.getLogger("transpiler.compiler")
 
@@ -304,7 +305,6 @@ def _failure(first: TranspileError, tgt: Target, tried: list[list[str]]) -> Tran
 
 def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
     from iree.compiler import CompilerToolError, compile_str
-    from transpiler.lowering.trace import error_at_mlir_location
     start = time.perf_counter()
     multi = any(f.startswith("--iree-hal-target-device=") for f in flags)
     warnings = io.StringIO()  # iree-compile's warnings (perf remarks): logged, not printed

@@ -32,6 +32,7 @@ from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import bind_defaults, resolve_names
 from transpiler.rule_code import is_rule_code, readers
 from transpiler.rewritten import INTRODUCED
+from transpiler.errors import user_location
 
 Locations = dict[cst.CSTNode, SourceLocation]
 
@@ -125,7 +126,6 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
     """
     fn = unwrap_transpiler(fn)
     if is_rule_code(fn) and not readers(fn):
-        from transpiler.errors import user_location
         raise TranspileError(
             "second-order differentiation through this lax control flow is not supported "
             f"yet: its derivative rule (`{getattr(fn, '__qualname__', fn)}`) cannot be "

@@ -36,6 +36,8 @@ from transpiler.frontend.passes import (
 )
 from transpiler.frontend.passes import child_nodes
 from transpiler.frontend.fence import starred_names
+from transpiler.errors import _PACKAGE_DIR
+from transpiler.frontend.fence import updatable_arrays
 
 Statements = list[cst.BaseStatement]
 Loop = cst.For | cst.While
@@ -171,8 +173,6 @@ class FunctionalItemUpdates(LocatedTransformer):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if not hasattr(self, "updatable"):  # the function itself (not a nested def)
-            from transpiler.errors import _PACKAGE_DIR
-            from transpiler.frontend.fence import updatable_arrays
             library = str(self.ctx.filename).startswith(_PACKAGE_DIR)
             self.updatable = set() if library else updatable_arrays(node)
         return True

@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
+from transpiler.frontend.passes import child_nodes
 
 
 class BaseMatcherNode(ABC):
@@ -100,7 +101,6 @@ def findall(tree: cst.CSTNode, pattern: BaseMatcherNode) -> list[cst.CSTNode]:
 
 def preorder(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`root` and the nodes below it in source order (whitespace and punctuation left out)."""
-    from transpiler.frontend.passes import child_nodes
     stack = [root]
     while stack:
         node = stack.pop()

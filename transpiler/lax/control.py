@@ -21,6 +21,9 @@ from transpiler.errors import located
 from transpiler.lowering.regions import Region, Regions, active_trace, probe
 from transpiler.lowering.tracer import Tracer
 from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler.primitives import elementwise as ew
+from transpiler import numpy as jnp
+from transpiler.primitives import conversions as conv
 
 __all__ = ["cond", "switch", "while_loop", "probe"]
 
@@ -33,7 +36,7 @@ def _converted(fn: Any) -> Any:
     """A branch or body as traced: with its own Python ``if``/``while``/``for`` on traced
     values converted to control flow (transforms/autograph/convert.py), as jit does for the
     function it traces."""
-    from transpiler.transforms.autograph.runtime import callee
+    from transpiler.transforms.autograph.runtime import callee  # upward: the transforms
     return callee(fn)
 
 
@@ -63,7 +66,6 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     aval = _scalar(pred, "cond", "pred")
     if not _traced(pred):
         return true_fun(*operands) if bool(pred) else false_fun(*operands)
-    from transpiler.primitives import elementwise as ew
     if aval.dtype != dtypes.bool_:
         pred = ew.not_equal(pred, 0)
     return _branches("stablehlo.if", pred, (true_fun, false_fun), operands, "cond",
@@ -85,7 +87,6 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
         return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
     if len(branches) == 1:
         return branches[0](*operands)
-    from transpiler import numpy as jnp
     index = jnp.clip(jnp.asarray(index).astype(jnp.int32), 0, len(branches) - 1)
     return _branches("stablehlo.case", index, branches, operands, "switch",
                      tuple(f"branches[{i}]" for i in range(len(branches))))
@@ -132,7 +133,6 @@ def selecting_in_loops() -> Iterator[None]:
 def _selected(selector: Any, branches: Sequence[Callable[..., Any]], operands: tuple, op: str,
               names: Sequence[str]) -> Any:
     """Every branch computed, the result picked by ``select``."""
-    from transpiler import numpy as jnp
     outs = [b(*operands) for b in branches]
     flat = [tree_util.tree_flatten(o) for o in outs]
     _same_structure([tree for _, tree in flat], op, names)
@@ -224,7 +224,6 @@ def _truth(pred: Any) -> bool:
 
 
 def _staged_while(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
-    from transpiler.primitives import conversions as conv
     parent = active_trace()
     if hasattr(parent, "per_shard"):  # pmap's per-device tracing (sharding/multi_device.py)
         return parent.while_loop(_staged_while, cond_fun, body_fun, init_val)

@@ -14,6 +14,8 @@ from transpiler.errors import located
 from transpiler.lax.control import _check_callable, _converted, _traced, while_loop
 from transpiler.lowering.regions import active_trace, probe, probe_with_size
 from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler import numpy as jnp
+from transpiler.primitives import indexing as idx_p
 
 __all__ = ["fori_loop", "scan", "map"]
 
@@ -32,7 +34,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any],
               init_val: Any) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``; `i` is an integer array."""
     _check_callable(body_fun, "body_fun", "fori_loop")
-    from transpiler import numpy as jnp
     dtype = _index_dtype(lower, upper)
     if active_trace() is None:
         val = init_val
@@ -117,7 +118,6 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None,
     for JAX compatibility (IREE decides on unrolling); `_split_transpose` (private here)
     keeps a long scan in one loop (see `_segment_length`)."""
     _check_callable(f, "f", "scan")
-    from transpiler import numpy as jnp
     xs_leaves, xs_tree = tree_util.tree_flatten(xs)
     n = _scan_length(xs_leaves, length)
 
@@ -185,7 +185,6 @@ def _segment_length(n: int, y_avals: Any) -> int:
 
 def _two_level_scan(f: Callable, init: Any, xs: Any, n: int, inner: int,
                     reverse: bool) -> tuple[Any, Any]:
-    from transpiler import numpy as jnp
     outer = n // inner
 
     def split(leaf: Any) -> Any:
@@ -205,7 +204,6 @@ def _index(leaf: Any, i: Any) -> Any:
     """``leaf[i]`` for a Python or traced index."""
     if not _traced(i):
         return leaf[i]
-    from transpiler.primitives import indexing as idx_p
     shape = abstractify(leaf).shape  # `i` is in range: no wrapping of negative starts
     window = idx_p.dynamic_slice(leaf, i, *(0,) * (len(shape) - 1),
                                  slice_sizes=(1,) + tuple(shape[1:]))
@@ -213,15 +211,12 @@ def _index(leaf: Any, i: Any) -> Any:
 
 
 def _put(buffer: Any, y: Any, i: Any) -> Any:
-    from transpiler import numpy as jnp
-    from transpiler.primitives import indexing as idx_p
     shape = abstractify(buffer).shape
     update = jnp.reshape(jnp.astype(y, abstractify(buffer).dtype), (1,) + tuple(shape[1:]))
     return idx_p.dynamic_update_slice(buffer, update, i, *(0,) * (len(shape) - 1))
 
 
 def _stacked_zeros(avals: Any, n: int) -> Any:
-    from transpiler import numpy as jnp
 
     def zeros(a: Any) -> Any:
         if not isinstance(a, ShapedArray):

@@ -34,6 +34,7 @@ from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
 from transpiler.lax.spmd import SPMD, SpmdAxis, spmd_axis  # noqa: F401 (re-exported)
 from transpiler.per_thread import PerThreadList
+import transpiler.numpy as jnp
 
 # The batches of the vmaps now running, innermost last (pushed by batched code, see
 # transforms/bt). Each is a tuple of (axis_name, size) factors, outer-major: a nested vmap
@@ -161,7 +162,6 @@ def sources(perm: Any, size: int) -> list[int | None]:
 def psum(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.psum``: the sum of `x` (a pytree) over the members of the named axes; every
     member gets the same result. Here `x` is the same for every member: ``x * size``."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "psum", axis_index_groups)
     if spmd is not None:
         leaves, tree = tree_util.tree_flatten(x)
@@ -175,7 +175,6 @@ def psum(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 
 def pmean(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmean``: ``psum(x) / size`` (true division, as in JAX)."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "pmean", axis_index_groups)
     if spmd is not None:
         leaves, tree = tree_util.tree_flatten(x)
@@ -190,7 +189,6 @@ def pmean(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 
 def pmax(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmax``: the elementwise maximum over the members (here: `x` itself)."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "pmax", axis_index_groups)
     if spmd is not None:
         return tree_util.tree_map(lambda leaf: spmd.pmax(jnp.asarray(leaf)), x)
@@ -200,7 +198,6 @@ def pmax(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
 
 def pmin(x: Any, axis_name: Any, axis_index_groups: Any = None) -> Any:
     """``lax.pmin``: the elementwise minimum over the members (here: `x` itself)."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "pmin", axis_index_groups)
     if spmd is not None:
         return tree_util.tree_map(lambda leaf: spmd.pmin(jnp.asarray(leaf)), x)
@@ -213,7 +210,6 @@ def all_gather(x: Any, axis_name: Any, axis_index_groups: Any = None, axis: int 
     """``lax.all_gather``: every member's `x` stacked along a new axis `axis` (of the group
     size), or concatenated along the existing axis `axis` when `tiled`; every member gets
     the same result. Here `x` is the same for every member: it is repeated."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "all_gather", axis_index_groups)
     if spmd is not None:
         return tree_util.tree_map(lambda leaf: spmd.all_gather(jnp.asarray(leaf), axis, tiled),
@@ -233,7 +229,6 @@ def axis_index(axis_name: Any) -> Any:
     """``lax.axis_index``: each member's position along the named axes (int32; for several
     names, row-major in the order given). It differs across members, so it needs the
     batched code of vmap (its rule); here only an axis of size 1 has an index."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "axis_index")
     if spmd is not None:
         return spmd.axis_index()
@@ -248,7 +243,6 @@ def psum_scatter(x: Any, axis_name: Any, scatter_dimension: int = 0,
     """``lax.psum_scatter``: ``psum(x)`` split along `scatter_dimension` among the members
     (member k gets block k; without `tiled` that dimension has the group size and is
     removed). The blocks differ across members, so it needs vmap's batched code (its rule)."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "psum_scatter", axis_index_groups)
     if spmd is not None:
         return tree_util.tree_map(
@@ -274,7 +268,6 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
     """``lax.ppermute``: member ``dst`` gets the `x` of member ``src`` for each ``(src,
     dst)`` pair of `perm`; members no pair sends to get zeros. Here `x` is the same for every
     member, so the result is `x` when every member receives."""
-    import transpiler.numpy as jnp
     spmd = spmd_axis(axis_name, "ppermute")
     if spmd is not None:
         src = sources(perm, spmd.size)
@@ -348,7 +341,7 @@ def _ppermute_bwd(axis_name: Any, perm: Any, _: Any, g: Any) -> tuple:
 def _differentiable() -> None:
     import inspect
 
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP
+    from transpiler.transforms.reverse.custom_vjp import CustomVJP  # upward: the transforms
     rules: dict[Callable[..., Any], tuple[Callable[..., Any], Callable[..., Any] | None]] = {
         psum: (_psum_fwd, _psum_bwd), pmean: (_pmean_fwd, _pmean_bwd),
         all_gather: (_all_gather_fwd, _all_gather_bwd),

@@ -21,6 +21,7 @@ from transpiler.lowering.builder import aval_type
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
+from transpiler.primitives import conversions as conv
 
 
 def active_trace() -> Any:
@@ -109,7 +110,6 @@ def _output_aval(leaf: Any, index: int) -> ShapedArray:
 
 
 def _terminate(region: Region, avals: Sequence[ShapedArray]) -> None:
-    from transpiler.primitives import conversions as conv
     trace = region.trace
     core.trace_stack.append(trace)
     try:
@@ -118,7 +118,7 @@ def _terminate(region: Region, avals: Sequence[ShapedArray]) -> None:
             if have.dtype != want.dtype:
                 leaf = conv.convert_element_type(leaf, dtype=want.dtype)
             if have.shape != want.shape:
-                from transpiler import numpy as jnp
+                from transpiler import numpy as jnp  # upward: the array library
                 leaf = jnp.broadcast_to(leaf, want.shape)
             values.append(trace.operand(leaf, want))
         with ir.InsertionPoint(region.block), mlir_location():

@@ -77,7 +77,7 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """``np.dot(x, w)`` on a traced value: `transpiler.numpy`'s function of the name
         (as the transforms read NumPy's functions in transformed code), where it has one."""
-        from transpiler import numpy as jnp
+        from transpiler import numpy as jnp  # upward: the array library
         module = getattr(func, "__module__", "") or ""
         namespace = next((getattr(jnp, sub) for sub in ("linalg", "fft")
                           if module.endswith(sub) and hasattr(jnp, sub)), jnp)

@@ -19,6 +19,7 @@ from transpiler.numpy.products import *  # noqa: F401,F403
 from transpiler.numpy.indexing import *  # noqa: F401,F403
 from transpiler.numpy import linalg  # noqa: F401
 from transpiler import array_methods
+from transpiler.primitives.core import abstractify
 
 bool_ = _dtypes.bool_.type
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
@@ -38,7 +39,6 @@ generic = _np.generic
 
 def result_type(*args):  # type: ignore[no-untyped-def]
     """The dtype JAX gives to an operation on `args` (arrays, scalars or dtypes)."""
-    from transpiler.primitives.core import abstractify
     typed = []
     for a in args:
         if isinstance(a, (_np.dtype, type)) or isinstance(a, str):

@@ -11,6 +11,7 @@ from transpiler import dtypes
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives.core import abstractify
+from transpiler.numpy import zeros_like
 
 # Primitives exposed under their NumPy names.
 exp, log, log1p, expm1, sqrt = ew.exp, ew.log, ew.log1p, ew.expm1, ew.sqrt
@@ -232,5 +233,4 @@ def real(x: Any) -> Any:
 
 
 def imag(x: Any) -> Any:
-    from transpiler.numpy import zeros_like
     return zeros_like(x)

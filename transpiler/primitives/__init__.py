@@ -10,7 +10,6 @@ from transpiler.primitives.core import REGISTRY, Primitive, ShapedArray, bind
 
 __all__ = ["REGISTRY", "Primitive", "ShapedArray", "bind"]
 
-from transpiler.primitives import vjp_rules  # noqa: E402,F401  (fills prim.vjp)
-from transpiler.primitives import jvp_rules  # noqa: E402,F401  (fills prim.jvp)
+from transpiler.primitives import derivatives  # noqa: E402,F401  (prim.jvp, prim.vjp)
 from transpiler.primitives import (  # noqa: E402,F401  (fill prim.batch)
     batch_elementwise, batch_indexing, batch_reductions, batch_shape)

@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from transpiler.primitives import conversions, elementwise
-from transpiler.primitives.batching import move_to_front, register
+from transpiler.primitives.batching import move_to_front
 from transpiler.primitives.core import Primitive, abstractify
+from transpiler.primitives import shape as sp
 
 
 def _rank(x: Any, dim: Optional[int]) -> int:
@@ -34,7 +35,6 @@ def _rank(x: Any, dim: Optional[int]) -> int:
 
 def _batch_at_front(x: Any, dim: int, rank: int) -> Any:
     """`x` with its batch axis first and singleton axes after it, up to ``rank + 1`` axes."""
-    from transpiler.primitives import shape as sp
     x = move_to_front(x, dim)
     shape = abstractify(x).shape
     missing = rank + 1 - len(shape)
@@ -75,4 +75,4 @@ def _primitives() -> list[Primitive]:
 
 PRIMITIVES = _primitives()
 for _prim in PRIMITIVES:
-    register(_prim.name, _elementwise_rule(_prim))
+    _prim.def_rules(batch=_elementwise_rule(_prim))

@@ -25,7 +25,7 @@ from transpiler.primitives import conversions as cv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as ip
 from transpiler.primitives import shape as sp
-from transpiler.primitives.batching import batch_size, materialize, move_to_front, register
+from transpiler.primitives.batching import batch_size, materialize, move_to_front
 from transpiler.primitives.core import abstractify
 
 Dim = Optional[int]
@@ -170,9 +170,9 @@ def _scatter_batch(args: Sequence[Any], dims: Sequence[Dim], *,
     return ip.scatter(operand, indices, updates, mode=mode), 0
 
 
-register("dynamic_slice", _dynamic_slice_batch)
-register("dynamic_update_slice", _dynamic_update_slice_batch)
-register("gather", _gather_batch)
-register("scatter", _scatter_batch)
+ip.dynamic_slice.def_rules(batch=_dynamic_slice_batch)
+ip.dynamic_update_slice.def_rules(batch=_dynamic_update_slice_batch)
+ip.gather.def_rules(batch=_gather_batch)
+ip.scatter.def_rules(batch=_scatter_batch)
 
 __all__: list[str] = []

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from transpiler.primitives import dot, reductions
-from transpiler.primitives.batching import register
 from transpiler.primitives.core import Primitive, abstractify
 
 
@@ -109,9 +108,9 @@ def _dot_general_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
 
 for _prim in (reductions.reduce_sum, reductions.reduce_prod, reductions.reduce_max,
               reductions.reduce_min, reductions.reduce_and, reductions.reduce_or):
-    register(_prim.name, _reduce_rule(_prim))
+    _prim.def_rules(batch=_reduce_rule(_prim))
 for _prim in (reductions.argmax, reductions.argmin):
-    register(_prim.name, _axis_rule(_prim, removes_axis=True))
+    _prim.def_rules(batch=_axis_rule(_prim, removes_axis=True))
 for _prim in (reductions.cumsum, reductions.cumprod, reductions.cummax, reductions.cummin):
-    register(_prim.name, _axis_rule(_prim, removes_axis=False))
-register(dot.dot_general.name, _dot_general_rule)
+    _prim.def_rules(batch=_axis_rule(_prim, removes_axis=False))
+dot.dot_general.def_rules(batch=_dot_general_rule)

@@ -14,7 +14,7 @@ import numpy as np
 
 from transpiler.primitives import conversions as cv
 from transpiler.primitives import shape as sp
-from transpiler.primitives.batching import batch_size, materialize, move_to_front, register
+from transpiler.primitives.batching import batch_size, materialize, move_to_front
 from transpiler.primitives.core import abstractify
 
 Dims = Sequence[Optional[int]]
@@ -109,10 +109,10 @@ def _slice_rule(args: Sequence[Any], dims: Dims, *, start_indices: tuple[int, ..
                      strides=None if strides is None else (1, *strides)), 0
 
 
-register("reshape", _reshape_rule)
-register("broadcast_to", _broadcast_to_rule)
-register("transpose", _transpose_rule)
-register("concatenate", _concatenate_rule)
-register("pad", _pad_rule)
-register("rev", _rev_rule)
-register("slice", _slice_rule)
+sp.reshape.def_rules(batch=_reshape_rule)
+sp.broadcast_to.def_rules(batch=_broadcast_to_rule)
+sp.transpose.def_rules(batch=_transpose_rule)
+sp.concatenate.def_rules(batch=_concatenate_rule)
+sp.pad.def_rules(batch=_pad_rule)
+sp.rev.def_rules(batch=_rev_rule)
+sp.slice_.def_rules(batch=_slice_rule)

@@ -12,7 +12,8 @@ whole batch (then it has its unbatched shape). The result has its batch axis at
 ``out_dim`` (an int, or None when the result does not depend on the batch). Rules for
 primitives with ``multiple_results`` return a tuple of outputs and a tuple of dims.
 
-The family modules (``batch_elementwise.py`` ...) define the rules and `register` them;
+The family modules (``batch_elementwise.py`` ...) define the rules and attach them with
+``prim.def_rules(batch=rule)`` (primitives/core.py, as the derivative rules are);
 tests/test_batch_rules.py checks each against a Python loop over the batch, with the
 batch axis at 0, 1 and -1 and with some operands unbatched.
 """
@@ -21,15 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from transpiler.primitives.core import REGISTRY, abstractify
+from transpiler.primitives.core import abstractify
+from transpiler.primitives import shape as sp
 
 BatchRule = Callable[..., tuple[Any, Any]]
-
-
-def register(name: str, rule: BatchRule) -> BatchRule:
-    """Install `rule` as the batching rule of primitive `name`."""
-    REGISTRY[name].batch = rule
-    return rule
 
 
 def batch_size(args: Sequence[Any], dims: Sequence[Optional[int]]) -> int:
@@ -44,7 +40,6 @@ def move_to_front(x: Any, dim: Optional[int]) -> Any:
     """`x` with its batch axis first (unchanged when it already is, or is unbatched)."""
     if dim is None or dim == 0:
         return x
-    from transpiler.primitives import shape as sp
     ndim = abstractify(x).ndim
     perm = (dim, *[i for i in range(ndim) if i != dim])
     return sp.transpose(x, permutation=perm)
@@ -54,6 +49,5 @@ def materialize(x: Any, dim: Optional[int], size: int) -> Any:
     """`x` with a batch axis first: moved there, or (unbatched) broadcast along it."""
     if dim is not None:
         return move_to_front(x, dim)
-    from transpiler.primitives import shape as sp
     aval = abstractify(x)
     return sp.broadcast_to(x, shape=(size, *aval.shape))

@@ -6,10 +6,14 @@ A `Primitive` carries the rules every transformation needs:
 ``impl``            the eager NumPy computation (inputs already in their dtypes)
 ``abstract_eval``   output `ShapedArray` from input ones; errors at the user's line
 ``lower``           emits StableHLO through ``iree.compiler.ir`` (see lowering/)
-``jvp``             forward-mode rule (source template) -- filled by the forward-AD issue
-``vjp``             reverse-mode adjoint template -- filled by the reverse-AD issue
-``batch``           vmap rule -- filled by the vmap issue
+``jvp``             forward-mode rule (a source template, jvp_template.py)
+``vjp``             reverse-mode rule (a source template, vjp_template.py)
+``batch``           vmap rule (batching.py)
 ==================  ==========================================================
+
+The first three are given where the primitive is defined (`define`); the transformation
+rules are attached with `Primitive.def_rules`, once each: a primitive's JVP and VJP side by
+side in derivatives.py, its batching rule with its family's in ``batch_*.py``.
 
 `bind` runs a primitive: with NumPy values it computes eagerly and wraps the result in an
 `Array`; when any operand is a `Tracer` it appends the operation to the trace instead. The
@@ -72,10 +76,21 @@ class Primitive:
         # reshape, transpose, slicing), "reduction" (combinations along axes), or None.
         self.family = family
         self.__doc__ = doc or f"The `{name}` primitive."
-        # Slots the transformation issues fill in; reserved here so every primitive has them.
+        # The transformation rules, attached by `def_rules`.
         self.jvp: Optional[Any] = None
         self.vjp: Optional[Any] = None
         self.batch: Optional[Any] = None
+
+    def def_rules(self, *, jvp: Any = None, vjp: Any = None, batch: Any = None) -> "Primitive":
+        """Attach transformation rules: a JVP template, a VJP template, a batching rule.
+        Each is declared once; a second declaration of the same rule is an error."""
+        for slot, rule in (("jvp", jvp), ("vjp", vjp), ("batch", batch)):
+            if rule is None:
+                continue
+            if getattr(self, slot) is not None:
+                raise ValueError(f"primitive {self.name!r}: its {slot} rule is declared twice")
+            setattr(self, slot, rule)
+        return self
 
     def bind(self, *args: Any, **params: Any) -> Any:
         return bind(self, args, params)

@@ -27,10 +27,10 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler import numpy as jnp
 from transpiler.lax.control import _condition, _converted, check_carry
 from transpiler.primitives import conversions as conv
+from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
 
 
 def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
-    from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
     cond_fun, body_fun = _condition(_converted(cond_fun)), _converted(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
     avals = [abstractify(leaf, i, "lax.while_loop") for i, leaf in enumerate(leaves)]

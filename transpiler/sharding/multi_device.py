@@ -35,6 +35,7 @@ from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray
 from transpiler.per_thread import PerThreadList
 from transpiler.lowering.regions import Regions, _aval_or_value
+import transpiler.numpy as jnp
 
 # The shard whose copy of a control-flow construct is being traced (ShardTrace.per_shard).
 _PROJECTION: PerThreadList[Optional[int]] = PerThreadList("shard_projection", [None])
@@ -246,13 +247,11 @@ class DeviceAxis(SpmdAxis):
         return Sharded(outs, outs[0].aval)
 
     def psum(self, x: Any) -> Any:
-        import transpiler.numpy as jnp
         return self._combine(x, "psum", jnp.add)
 
     def psum_leaves(self, leaves: list) -> list:
         """The leaves of each dtype summed as one flat array: one transfer per pair of
         devices instead of one per leaf."""
-        import transpiler.numpy as jnp
         out: list = list(leaves)
         groups: dict[Any, list[int]] = {}
         for i, leaf in enumerate(leaves):
@@ -271,15 +270,12 @@ class DeviceAxis(SpmdAxis):
         return out
 
     def pmax(self, x: Any) -> Any:
-        import transpiler.numpy as jnp
         return self._combine(x, "pmax", jnp.maximum)
 
     def pmin(self, x: Any) -> Any:
-        import transpiler.numpy as jnp
         return self._combine(x, "pmin", jnp.minimum)
 
     def all_gather(self, x: Any, axis: int, tiled: bool) -> Any:
-        import transpiler.numpy as jnp
         ndim = x.aval.ndim if hasattr(x, "aval") else 0
         bound = ndim if tiled else ndim + 1
         if not -bound <= axis < bound:
@@ -290,7 +286,6 @@ class DeviceAxis(SpmdAxis):
         return Sharded(outs, outs[0].aval)
 
     def psum_scatter(self, x: Any, dimension: int, tiled: bool) -> Any:
-        import transpiler.numpy as jnp
         parts = self._parts(x, "psum_scatter")
         shape = parts[0].aval.shape
         dim = dimension + len(shape) if dimension < 0 else dimension
@@ -315,7 +310,6 @@ class DeviceAxis(SpmdAxis):
         return Sharded(outs, outs[0].aval)
 
     def ppermute(self, x: Any, sources: list[int | None]) -> Any:
-        import transpiler.numpy as jnp
         parts = self._parts(x, "ppermute")
         outs = [jnp.zeros_like(parts[k]) if src is None else
                 parts[k] if src == k else self.shards.moved(parts[src], k)

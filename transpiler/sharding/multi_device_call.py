@@ -20,6 +20,8 @@ from transpiler.lowering.trace import StagedModule
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.sharding.pmap_api import Pmapped, _leaf_axes, sharded_value
 from transpiler.transforms.autograph.runtime import convert_for_jit
+from transpiler.sharding.multi_device import trace_devices
+from transpiler.sharding.native import NativeAxis, trace_spmd
 
 
 class DevicesExecutable:
@@ -88,7 +90,6 @@ def _specialize(pm: Pmapped, args: tuple, kwargs: dict, check_devices: bool = Tr
 
 
 def call_on_devices(pm: Pmapped, args: tuple, kwargs: dict) -> Any:
-    from transpiler.sharding.multi_device import trace_devices
     leaves, axes, tree, statics, size, devices, shard_avals = _specialize(pm, args, kwargs)
     key = (tree, tuple(shard_avals), tuple(axes), tuple(sorted(statics.items())),
            tuple(devices))
@@ -171,9 +172,7 @@ def lower(pm: Pmapped, args: tuple, kwargs: dict,
 def _lower(pm: Pmapped, flat_fun: Callable, shard_avals: list, size: int, name: str,
            strategy: Optional[str]) -> LoweredShards:
     if strategy == "collectives":
-        from transpiler.sharding.native import NativeAxis, trace_spmd
         staged = trace_spmd(flat_fun, shard_avals, NativeAxis(pm.axis_name, size), name=name)
         return LoweredShards(staged, "collectives", size)
-    from transpiler.sharding.multi_device import trace_devices
     return LoweredShards(trace_devices(flat_fun, shard_avals, size, pm.axis_name, name=name),
                          "devices", size)

@@ -7,6 +7,8 @@ import inspect
 import os
 import textwrap
 from typing import Any
+from transpiler.transforms.autograph.runtime import convert_for_jit
+from transpiler.transforms.common.generated import target
 
 COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                "axis_index")
@@ -15,8 +17,6 @@ COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "p
 def per_shard_source(pm: Any) -> str:
     """The code each device runs on its shard: the transformed function's generated code
     (``pmap(grad(f))``), the control-flow conversion jit traces, or the function itself."""
-    from transpiler.transforms.common.generated import target
-    from transpiler.transforms.autograph.runtime import convert_for_jit
     fun = pm.fun
     body = getattr(fun, "source", None) if not inspect.isfunction(fun) else None
     fn_target = target(fun)

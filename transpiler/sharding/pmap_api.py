@@ -26,6 +26,10 @@ from transpiler.transforms import bt
 from transpiler.transforms.batch.api import Vmapped
 from transpiler.transforms.common.generated import ModuleCode, at_creation
 from transpiler.sharding.per_shard_source import per_shard_source
+from transpiler.transforms.batch.api import check_axes
+from transpiler.array import Array
+from transpiler.transforms.autograph.runtime import convert_for_jit
+from transpiler.transforms.batch.api import _arg_names as names
 
 STRATEGIES = ("devices", "emulated", "collectives")
 
@@ -49,7 +53,6 @@ class Pmapped(Vmapped):
         if isinstance(fun, ModuleCode):
             fun.generate_code(module_name)
         elif inspect.isfunction(fun) and fun.__module__ == module_name:
-            from transpiler.transforms.autograph.runtime import convert_for_jit
             convert_for_jit(fun)
 
     def __repr__(self) -> str:
@@ -165,7 +168,6 @@ class Pmapped(Vmapped):
 
 
 def _arg_names(fun: Callable, count: int, statics: dict) -> list[str]:
-    from transpiler.transforms.batch.api import _arg_names as names
     return [f"argument `{n}`" for i, n in enumerate(names(fun, count)) if i not in statics]
 
 
@@ -199,7 +201,6 @@ def pmap(fun: Optional[Callable] = None, axis_name: Any = None, *, in_axes: Any 
                                  donate_argnums=donate_argnums, strategy=strategy)
     if not callable(fun):
         raise located(TypeError, f"pmap: expected a function, got {type(fun).__name__}")
-    from transpiler.transforms.batch.api import check_axes
     check_axes("pmap", in_axes=in_axes, out_axes=out_axes)
     if strategy is not None and strategy not in STRATEGIES:
         raise ValueError(f"pmap: unknown strategy {strategy!r}; choose one of "
@@ -235,7 +236,6 @@ def _positional_count(fun: Callable) -> Optional[int]:
 
 def sharded_value(parts: Sequence[Any], aval: ShapedArray, axis: Optional[int]) -> Any:
     """The shards' outputs as one array: stacked along `axis` (shard 0's when None)."""
-    from transpiler.array import Array
     if axis is None:  # the same on every shard (out_axes None): shard 0's
         return Array._new(np.array(parts[0]), aval)
     values = [np.asarray(p) for p in parts]

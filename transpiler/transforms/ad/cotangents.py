@@ -28,9 +28,13 @@ from transpiler.transforms.common.generated import target
 from transpiler.transforms.common import traced
 from transpiler.transforms.common.traced import holds_arrays
 from transpiler.transforms.common.signature import source_signature
+from transpiler.transforms.common.arguments import positional_names
 from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
 from transpiler.codegen.disk_cache import local_path
 from transpiler.errors import _PACKAGE_DIR, SourceLocation
+from transpiler.transforms.common.traced import readable
+from transpiler.transforms.common.signature import star_name
+from transpiler import tree_util
 
 
 def add(a: Any, b: Any) -> Any:
@@ -311,9 +315,9 @@ def needs_primal(fn: Any) -> bool:
         return False
     known = _IN_PLACE.get(code)
     if known is None:
+        # libcst stays unloaded until a function is read (generated code runs without it)
         from transpiler.frontend import is_library, read_function
         from transpiler.frontend.fence import updates_in_place
-        from transpiler.transforms.common.traced import readable
         known = _IN_PLACE[code] = not is_library(fn) and readable(fn) and \
             updates_in_place(read_function(fn)[0].func)
     return known
@@ -479,13 +483,10 @@ def active_params(fn: Any, active: list) -> frozenset:
     """The parameter names of Python callee `fn` (its own signature, not a wrapped
     function's: the wrapper's code is what is transformed) that the positional arguments
     marked in `active` bind; the ``*args`` name when an active one goes there."""
-    from transpiler.transforms.common.signature import source_signature, star_name
-    fn_target = target(fn)
-    params = [p.name for p in source_signature(fn_target).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = positional_names(fn)
     names = {n for n, on in zip(params, active) if on}
     if any(active[len(params):]):
-        star = star_name(fn_target)
+        star = star_name(target(fn))
         if star is None:
             raise TranspileError(f"{getattr(fn, '__name__', fn)}() takes {len(params)} "
                                  f"positional arguments but {len(active)} were given",
@@ -537,7 +538,6 @@ def _differentiable(value: Any) -> bool:
         return any(_differentiable(v) for v in (*value.args, *value.keywords.values()))
     dtype = getattr(value, "dtype", None)
     if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
-        from transpiler import tree_util
         return _node(value) is not None and any(
             _differentiable(leaf) for leaf in tree_util.tree_leaves(value))
     return dtypes.is_float(dtypes.canonicalize(dtype))

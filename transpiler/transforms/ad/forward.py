@@ -27,6 +27,7 @@ from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.ad.cotangents import ELEMENT
 from transpiler.primitives.jvp_template import JVPTemplate
 from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
+from transpiler.codegen import load_source
 
 
 def zeros_like_tree(value: Any) -> Any:
@@ -207,7 +208,6 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
                    for op, t in zip(template.operands, tangents))
     key = (fn.name, active, tuple(sorted(kwargs)), len(primals))
     if key not in _RULES:
-        from transpiler.codegen import load_source
         from transpiler.transforms.forward.transform import _substitute
         operands = list(template.operands[:len(primals)])
         dots = [f"{op}_dot" for op in operands]

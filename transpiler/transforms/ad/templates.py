@@ -14,20 +14,20 @@ from transpiler.primitives.vjp_template import BAR_SUFFIX, TemplateError, VJPTem
 from transpiler import lax
 from transpiler import dtypes
 from transpiler.primitives.core import abstractify
+import transpiler.numpy as jnp
+from transpiler.transforms import ad
+from transpiler.codegen import load_source
 
 
 def template_namespace() -> dict[str, Any]:
     """The module aliases templates refer to: ``jnp``, ``lax``, ``ad``, ``np``."""
     import numpy as np
 
-    import transpiler.numpy as jnp
-    from transpiler.transforms import ad
     return {"jnp": jnp, "lax": lax, "ad": ad, "np": np}
 
 
 def _wrap(value: Any) -> Any:
     """NumPy values as eager arrays, so that operators in a template have JAX semantics."""
-    import transpiler.numpy as jnp
     if value is not None and hasattr(value, "__array__") and not hasattr(value, "aval"):
         return jnp.asarray(value)
     return value
@@ -79,7 +79,6 @@ def vjp_rule_function(template: VJPTemplate, name: str, active: frozenset[str],
     differentiate it (second-order derivatives through `vjp_call`)."""
     key = (id(template), name, active, params)
     if key not in _VJP_RULES:
-        from transpiler.codegen import load_source
         if template.variadic:
             raise TemplateError(f"{name}: a variadic template has no rule function")
         func = f"vjp_rule_{name}"

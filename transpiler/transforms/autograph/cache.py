@@ -50,6 +50,7 @@ def converted_function(fn: Callable) -> Callable:
 
 
 def _store(fn: Callable, disk_key: str, converted: Callable, entry: tuple) -> None:
+    # libcst stays unloaded while converted functions load from the disk cache
     from transpiler.frontend import REWRITE_BUILTINS, read_function
     cf_name, info_name, infos = entry
     _, namespace = read_function(fn)

@@ -45,6 +45,7 @@ from transpiler.transforms.autograph.state import (
 from transpiler import lax
 from transpiler import numpy as jnp
 from transpiler.transforms.reverse.api import Transformed
+from transpiler.primitives import elementwise as ew
 
 State = Sequence[Any]
 
@@ -98,7 +99,6 @@ def _predicate(test: Any, info: ConstructInfo) -> Any:
     if aval.shape != ():
         raise predicate_error(info, aval)
     if aval.dtype.kind != "b":
-        from transpiler.primitives import elementwise as ew
         return ew.not_equal(test, 0)
     return test
 

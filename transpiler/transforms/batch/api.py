@@ -16,8 +16,20 @@ from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
 from transpiler.transforms.common.generated import TransformedFunction, at_creation, refuse_rule_code
-from transpiler.transforms.common.signature import source_signature
+from transpiler.transforms.common.arguments import positional_names
 from transpiler.tree_util._registry import node_children, sequence_like
+from transpiler.codegen import disk_cache
+from transpiler.transforms.common.generated import emit_generated
+from transpiler.primitives.core import Primitive
+from transpiler.primitives.batching import materialize
+from transpiler.primitives import shape as sp
+from transpiler.transforms.common import closures
+from transpiler.primitives.batching import move_to_front
+from transpiler.transforms.common.generated import primitive_function
+from transpiler import tree_util
+from transpiler.codegen import emit_text
+from transpiler.transforms.common.arguments import as_arrays
+from transpiler.transforms.common.generated import target
 
 _GENERATED: dict[tuple, Callable] = {}
 _PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loops
@@ -26,7 +38,6 @@ _PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loo
 def batch_function(fn: Callable, batched: frozenset) -> Callable:
     """The generated ``vmap_<name>(*args, <p>_b=None ...) -> (out, out_b)`` (cached)."""
     refuse_rule_code(fn, "vmap")
-    from transpiler.codegen import disk_cache
     key = (fn, batched, disk_cache.bindings(fn))  # see reverse/generate.py's vjp_function
     hit = _GENERATED.get(key)
     if hit is not None:
@@ -41,7 +52,6 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
         hit.batch_suffix = hit.cotangent_param  # type: ignore[attr-defined]
     else:
         from transpiler.frontend import is_library, parse_function
-        from transpiler.transforms.common.generated import emit_generated
         from transpiler.transforms.batch.transform import Vectorize
         parse_key = (fn, key[2])  # its namespace is read when it is parsed
         parsed = _PARSED.get(parse_key)
@@ -62,7 +72,6 @@ class Vmapped(TransformedFunction):
     def __init__(self, fun: Callable, in_axes: Any, out_axes: Any, axis_name: Any,
                  axis_size: Optional[int]) -> None:
         functools.update_wrapper(self, fun, updated=())  # (not fun's __dict__: a primitive's)
-        from transpiler.transforms.common.generated import primitive_function
         fun = primitive_function(fun)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_name, self.axis_size = axis_name, axis_size
@@ -75,7 +84,6 @@ class Vmapped(TransformedFunction):
 
     def generate_code(self, module_name: str) -> None:
         """Its first level of batched code."""
-        from transpiler import tree_util
         target = getattr(self.fun, "_fun", self.fun)
         mapped = any(a is not None for a in tree_util.tree_leaves(
             self.in_axes, is_leaf=lambda a: a is None))
@@ -95,7 +103,6 @@ class Vmapped(TransformedFunction):
         """As input to grad/jvp: ``def vmap_f(x, y): return _vmapped(x, y)``, whose call the
         AD transforms differentiate by the rules of ad/vmapped.py."""
         if getattr(self, "_wrapper", None) is None:
-            from transpiler.codegen import emit_text
             from transpiler.transforms.common.generated import target
             params = [p for p in _arg_names(self.fun, 64) if not p.isdigit()]
             name = f"vmap_{self.fname}".replace("<lambda>", "lambda")
@@ -110,19 +117,15 @@ class Vmapped(TransformedFunction):
     @property
     def source(self) -> str:
         """The generated Python of the batched function (its first level)."""
-        from transpiler.transforms.common.generated import target
-        fn_target = target(self.fun)
-        params = [p.name for p in source_signature(fn_target).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = positional_names(self.fun)
         axes = self.in_axes
         if isinstance(axes, (tuple, list)):
             names = {p for p, a in zip(params, axes) if a is not None}
         else:
             names = set(params) if axes is not None else set()
-        return batch_function(fn_target, frozenset(names)).source  # type: ignore[attr-defined]
+        return batch_function(target(self.fun), frozenset(names)).source  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from transpiler.transforms.common.arguments import as_arrays
         args = tuple(as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
         kwargs = {k: as_arrays(v) for k, v in kwargs.items()}
         dims, kwdims, size = self.prepare(args, kwargs)
@@ -212,16 +215,13 @@ def _registered(axes: Any) -> Optional[list]:
 
 
 def _arg_names(fun: Callable, count: int) -> list[str]:
-    from transpiler.primitives.core import Primitive
-    from transpiler.transforms.common.generated import target
     fn_target = target(fun)
     template = getattr(fn_target, "jvp", None) if isinstance(fn_target, Primitive) else None
     if template is not None and not template.variadic:  # jnp.sin: the operands' names
         params = list(template.operands)
     else:
         try:
-            params = [p.name for p in source_signature(fn_target).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            params = positional_names(fn_target)
         except (TypeError, ValueError):
             params = []
     return [params[i] if i < len(params) else str(i) for i in range(count)]
@@ -318,7 +318,6 @@ def place(out: Any, dims: Any, axes: Any, size: int, fname: str, where: str = "o
                                  "its out_axes is None", user_location(),
                                  "give it an out_axes, or make it independent of the batch")
         return out
-    from transpiler.primitives.batching import materialize
     aval = abstractify(out)
     ndim = aval.ndim + (0 if dims is not None else 1)
     axis = axes + ndim if axes < 0 else axes
@@ -332,7 +331,6 @@ def place(out: Any, dims: Any, axes: Any, size: int, fname: str, where: str = "o
 def _move(x: Any, src: int, dst: int) -> Any:
     if src == dst:
         return x
-    from transpiler.primitives import shape as sp
     order = [i for i in range(abstractify(x).ndim) if i != src]
     order.insert(dst, src)
     return sp.transpose(x, permutation=tuple(order))
@@ -342,8 +340,6 @@ def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: 
                 fn_dims: Any = None) -> tuple:
     """An inner ``vmap`` called on values batched by an outer one: one batch of both sizes
     (outer-major), run by the inner function's batched code, split again on the way out."""
-    from transpiler.primitives import shape as sp
-    from transpiler.primitives.batching import materialize
     frame = bt.AXES[-1]
     outer = bt.batch_size()
     views = tuple(bt.view(x, d) for x, d in zip(args, dims))
@@ -375,7 +371,6 @@ def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: 
     bt.AXES.append((*frame, (inner.axis_name, size)))
     try:
         if bt.batched(fn_dims):  # a closure over values of the outer batch: merged too
-            from transpiler.transforms.common import closures
             free = dict(closures.closure_items(inner.fun))
             both = {n: merge(free[n], d, None) for n, d in fn_dims.items() if n in free}
             out, out_dims = bt.function_call(inner.fun, *call_args,
@@ -397,8 +392,6 @@ def _split(out: Any, dims: Any, axes: Any, outer: int, size: int, fname: str) ->
         return sequence_like(out, [p[0] for p in parts]), tuple(p[1] for p in parts)
     if dims is None:  # the same for both batches: the inner vmap broadcasts it
         return place(out, None, axes, size, fname), None
-    from transpiler.primitives import shape as sp
-    from transpiler.primitives.batching import move_to_front
     front = move_to_front(out, dims)
     shape = abstractify(front).shape
     split = sp.reshape(front, new_sizes=(outer, size, *shape[1:]))

@@ -23,6 +23,10 @@ from transpiler.tree_util._registry import sequence_like
 
 from transpiler.lax.parallel import AXES  # noqa: E402,F401  (the vmaps now running; bt.AXES)
 from transpiler.transforms.common import closures
+from transpiler import numpy as jnp
+from transpiler.numpy.indexing import getitem as array_getitem
+from transpiler.primitives import shape as sp
+from transpiler.transforms.common.generated import for_jit
 
 
 def batched(dims: Any) -> bool:
@@ -157,7 +161,6 @@ def logical_not(x: Any, dims: Any) -> tuple[Any, Any]:
     """``not x``: a fact about a container, or the batched logical not of an array."""
     if not isinstance(dims, int) or isinstance(x, (list, tuple, dict)):
         return not x, None
-    from transpiler import numpy as jnp
     return call(jnp.logical_not, (x,), (dims,))
 
 
@@ -206,7 +209,6 @@ def getitem(x: Any, dims: Any, key: Any, key_dims: Any) -> tuple[Any, Any]:
         if front is not None:
             key = key if isinstance(key, tuple) else (key,)
             return front[(slice(None), *key)], 0
-    from transpiler.numpy.indexing import getitem as array_getitem
     return call(array_getitem, (x, key), (dims, key_dims))
 
 
@@ -231,7 +233,6 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
             v = move_to_front(value, value_dims)
             extra = rank - (abstractify(v).ndim - 1)
             if extra > 0:
-                from transpiler.primitives import shape as sp
                 shape = abstractify(v).shape
                 v = sp.reshape(v, new_sizes=(shape[0], *(1,) * extra, *shape[1:]))
             value = v
@@ -277,7 +278,6 @@ def call(fn: Any, args: tuple, dims: tuple, kwargs: Optional[dict] = None,
         operator = _operators().get(id(fn))
         if operator is not None:  # `a + b` on values the batch shares: as Python runs it
             return operator(*args), None
-        from transpiler.transforms.common.generated import for_jit
         target = for_jit(fn) if isinstance(fn, types.FunctionType) else fn
         return target(*args, **kwargs), None
     from transpiler.transforms.bt import rules as batch_rules

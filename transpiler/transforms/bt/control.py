@@ -48,6 +48,7 @@ from transpiler.lax.loops import _index_dtype
 from transpiler.lax.loops import _scan_length
 from transpiler.primitives import shape as sp
 from transpiler.lax.loops import _pair
+from transpiler.lax.control import _scalar
 
 MODULES = frozenset({"transpiler.lax.control", "transpiler.lax.loops",
                      "transpiler.transforms.ad.control"})
@@ -76,7 +77,6 @@ def branching(op: str, selector: Any, selector_dims: Any, branches: list, operan
                                  f"{member.dtype}", user_location())
         return _select(op, front, branches, operands, operand_dims, names)
     if not _traced(selector) or len(branches) == 1:
-        from transpiler.lax.control import _scalar
         _scalar(selector, op, "pred" if op == "cond" else "index")
         if op == "cond":
             return branches[0 if bool(selector) else 1](operands, operand_dims)

@@ -25,6 +25,12 @@ from transpiler.transforms.bt import control as control_batch
 from transpiler.transforms.batch import api as vmap_api
 from transpiler.transforms.bt.structural import _elements
 from transpiler.tree_util import PyTreeDef
+from transpiler.transforms.bt.structural import einsum
+from transpiler.transforms.bt.structural import rules
+from transpiler.transforms.bt import control_ad as control_batch_ad
+from transpiler.transforms.bt import collectives as collective_batch
+from transpiler.transforms.bt.structural import _treedef_rule
+from transpiler.transforms.ad.cotangents import unbound
 
 
 def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
@@ -124,24 +130,20 @@ def _special(fn: Any) -> Any:
     if isinstance(vjp_of, tuple) and vjp_of[0] in (jnp.array, jnp.asarray):
         return _array_of_sequence_vjp
     if fn is jnp.einsum:
-        from transpiler.transforms.bt.structural import einsum
         return einsum
     if fn is vmap_api.vmap:
         return _vmap_of_closure
     global _HELPERS
     if not _HELPERS:
-        from transpiler.transforms.bt.structural import rules
         _HELPERS = rules()
     rule = _HELPERS.get(id(fn))
     if rule is not None:
         return rule
     module = getattr(fn, "__module__", None)
     if module in control_batch.MODULES:
-        from transpiler.transforms.bt import control_ad as control_batch_ad
         name = getattr(fn, "__name__", "")
         return control_batch.RULES.get(name) or control_batch_ad.RULES.get(name)
     if module == "transpiler.lax.parallel":
-        from transpiler.transforms.bt import collectives as collective_batch
         return collective_batch.RULES.get(getattr(fn, "__name__", ""))
     return None
 
@@ -172,12 +174,10 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
     if isinstance(obj, (list, tuple)) and m.name == "copy":
         return obj.copy(), d  # type: ignore[union-attr]
     if isinstance(obj, PyTreeDef) and not bt.batched(d):
-        from transpiler.transforms.bt.structural import _treedef_rule
         return _treedef_rule(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims)
     if not bt.batched(d) and not hasattr(obj, "shape"):  # an object's method: its source
         return dispatch(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims, None)
     if not hasattr(obj, "shape"):  # a batched pytree's method: its function, `obj` first
-        from transpiler.transforms.ad.cotangents import unbound
         return dispatch(unbound(obj, m.name), args, dims, kwargs, kwdims, None)
     name = type(obj).__name__
     raise TranspileError(f"vmap cannot batch the method `.{m.name}()` of a batched {name}",

@@ -10,13 +10,15 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.generated import target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.tree_util._registry import node_children
+from transpiler import numpy as jnp
+from transpiler import dtypes
+from transpiler.primitives.core import abstractify
 
 
 def as_arrays(tree: Any, floats: bool = False) -> Any:
     """NumPy values in `tree` as arrays (and Python floats too, with `floats`)."""
     import numpy as np
 
-    from transpiler import numpy as jnp
     kinds: tuple = (np.ndarray, np.generic, float, complex) if floats else (np.ndarray, np.generic)
     return tree_util.tree_map(lambda x: jnp.asarray(x) if isinstance(x, kinds) else x, tree)
 
@@ -47,9 +49,6 @@ def finalize(bar: Any, primal: Any) -> Any:
     """A full cotangent with the primal's structure: None -> zeros, primal dtypes. (An
     integer primal is an error, as for grad's own argument check: grad's wrapper runs this
     under vmap and jit too.)"""
-    from transpiler import dtypes
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     leaves, tree = tree_util.tree_flatten(primal)
     for leaf in leaves:
         dtype = abstractify(leaf).dtype

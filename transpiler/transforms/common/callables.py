@@ -24,6 +24,7 @@ import inspect
 import types
 from collections import OrderedDict
 from typing import Any, Callable, Optional
+from transpiler.codegen import emit_text
 
 # (function, ids of the bound values, keyword names) -> (bound values, wrapper)
 _WRAPPERS: "OrderedDict[tuple, tuple[tuple, Callable]]" = OrderedDict()
@@ -70,7 +71,6 @@ def _unbind(fn: Any) -> Optional[tuple[Callable, tuple, dict, str]]:
 
 def _wrapper(fn: Any, target: Callable, bound: tuple, keywords: dict, kind: str) -> Callable:
     """Write and load the function that calls `target` with the values `fn` binds."""
-    from transpiler.codegen import emit_text
     signature = inspect.signature(fn)
     namespace: dict[str, Any] = {"_function": target}
     params: list[str] = []

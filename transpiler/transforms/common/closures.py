@@ -15,6 +15,12 @@ from __future__ import annotations
 import types
 from typing import Any, Callable, Optional
 from transpiler.transforms.common.signature import source_signature, star_name
+from transpiler.primitives.core import Primitive
+from transpiler.transforms.common.generated import emit_generated, refuse_rule_code
+from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.forward.api import jvp_function
+from transpiler.errors import TranspileError, user_location
+from transpiler.transforms.common.generated import for_jit
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 _PARSED: dict[Any, Any] = {}
@@ -57,7 +63,6 @@ def is_static(value: Any) -> bool:
     """Closed-over values the generated code keeps as constants (by identity): modules,
     classes, primitives, builtins and the library's functions never carry derivatives."""
     from transpiler.frontend import is_library
-    from transpiler.primitives.core import Primitive
     return isinstance(value, (types.ModuleType, type, Primitive, types.BuiltinFunctionType)) \
         or (isinstance(value, types.FunctionType) and not value.__code__.co_freevars
             and is_library(value))
@@ -99,12 +104,10 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
     key = (mode, converted(fn)[1], active)
     hit = _GENERATED.get(key)
     if hit is None:
-        from transpiler.transforms.common.generated import emit_generated, refuse_rule_code
         if mode != "forward mode":
             refuse_rule_code(fn, mode)
         parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
         if mode == "reverse mode":
-            from transpiler.transforms.reverse.generate import vjp_function
             from transpiler.transforms.reverse.transform import ReverseAD
             generated = ReverseAD(parsed, active, False, vjp_function).run()
         elif mode == "vmap":
@@ -114,7 +117,6 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
         else:
             from transpiler.frontend import is_library
             from transpiler.transforms.forward.transform import ForwardAD
-            from transpiler.transforms.forward.api import jvp_function
             generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
         function = emit_generated(fn, parsed, generated, mode)
         # the keyword of the output cotangent, or the suffix of the tangents
@@ -142,7 +144,6 @@ def _arg_names(fn: Any, count: int) -> list[str]:
     if len(names) < count:
         star = star_name(fn)
         if star is None:
-            from transpiler.errors import TranspileError, user_location
             raise TranspileError(f"cannot differentiate a call of {fn.__name__} with {count} "
                                  f"positional arguments: it takes {len(names)}", user_location())
         return names + [star] * (count - len(names))
@@ -173,7 +174,6 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
         return (None,) * len(args), None
     generated = closure_vjp_function(fn, active)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
-    from transpiler.transforms.common.generated import for_jit
     _, bars = for_jit(generated)(*values, **kwargs, **{keyword: g})
     k = len(free)
     return tuple(bars[k:k + len(args)]), free_bars(free, bars[:k], active)
@@ -230,7 +230,6 @@ def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         return fn(*primals, **kwargs), None
     generated = closure_jvp_function(fn, active)
     suffix = getattr(generated, "tangent_suffix", "_dot")
-    from transpiler.transforms.common.generated import for_jit
     from transpiler.transforms.common.signature import star_name
     return for_jit(generated)(*values, **kwargs,
                               **_keyword_dots(names, dots, suffix, star_name(fn)))

@@ -12,6 +12,12 @@ from transpiler.config import config
 from transpiler.errors import TranspileError, user_location
 from transpiler.rule_code import readers
 from transpiler.transforms.common.callables import as_function
+from transpiler.primitives.core import Primitive
+from transpiler.codegen import emit
+from transpiler.primitives.core import trace_stack
+from transpiler.codegen import disk_cache
+from transpiler import lax
+from transpiler import numpy as jnp
 
 _PARSED: dict[tuple, Any] = {}  # (function, disk_cache.bindings) -> frontend output
 
@@ -77,7 +83,6 @@ def refuse_rule_code(fn: Any, transform: str) -> None:
 def primitive_function(fun: Any) -> Any:
     """A primitive (``jnp.sin``) as the Python function ``def sin(x): return _p(x)``, which
     the transforms can read (``grad(jnp.sin)``, ``vmap(jnp.sin)``); anything else as it is."""
-    from transpiler.primitives.core import Primitive
     template = getattr(fun, "jvp", None) if isinstance(fun, Primitive) else None
     if template is None or template.variadic:
         return fun
@@ -86,7 +91,6 @@ def primitive_function(fun: Any) -> Any:
         return hit
     import libcst as cst
 
-    from transpiler.codegen import emit
     names = ", ".join(template.operands)
     func = cst.parse_module(f"def {fun.name}({names}):\n"
                             f"    return _p({names})\n").body[0]
@@ -114,7 +118,6 @@ def target(fn: Any) -> Any:
 def for_jit(generated: Callable) -> Callable:
     """Generated code as it runs: inside a jit trace, with its Python control flow on traced
     values converted to lax control flow (transforms/autograph/convert.py)."""
-    from transpiler.primitives.core import trace_stack
     if not trace_stack:
         return generated
     from transpiler.transforms.autograph.runtime import callee
@@ -124,7 +127,6 @@ def for_jit(generated: Callable) -> Callable:
 def parsed_function(fn: Callable) -> Any:
     """The frontend's output for `fn`: one parse per function, whichever transform or
     arguments are differentiated."""
-    from transpiler.codegen import disk_cache
     key = (fn, disk_cache.bindings(fn))  # its namespace is read when it is parsed
     parsed = _PARSED.get(key)
     if parsed is None:
@@ -136,7 +138,6 @@ def parsed_function(fn: Callable) -> Any:
 def emit_generated(fn: Callable, parsed: Any, generated: Any, transform: str) -> Callable:
     """Write and load a generated function in `fn`'s namespace (plus the helper modules
     and the generated callees it names)."""
-    from transpiler.codegen import emit
     namespace = dict(parsed.namespace)
     namespace.update(aliases(parsed.namespace))
     namespace.update(generated.namespace)
@@ -149,8 +150,6 @@ def emit_generated(fn: Callable, parsed: Any, generated: Any, transform: str) ->
 def aliases(namespace: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
-    from transpiler import lax
-    from transpiler import numpy as jnp
     from transpiler.transforms import ad
     from transpiler.transforms import bt
     out = {}

@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Sequence, TypeVar, cast
 
 import libcst as cst
+from transpiler.frontend.anf_nodes import _local_names
+from transpiler.frontend.resolve_names import free_names
+from transpiler.transforms.common.classify import names_in
 
 
 class RenameNames(cst.CSTTransformer):
@@ -157,7 +160,6 @@ class SSA:
 
     def late_binding(self, assign: cst.Assign) -> None:
         """Record a call of a nested def whose closed-over variable changed since."""
-        from transpiler.transforms.common.classify import names_in
         for name in names_in(assign.value):
             closure = self.functions.get(name)
             if closure is not None and closure in self.stale:
@@ -174,8 +176,6 @@ class SSA:
                  defined: set[str]) -> cst.FunctionDef:
         """A nested ``def``: it reads the current versions of the enclosing variables (its
         own parameters and locals keep their names), and binds its name like an assignment."""
-        from transpiler.frontend.anf_nodes import _local_names
-        from transpiler.frontend.resolve_names import free_names
         inner = _local_names(stmt)
         for name in free_names(stmt):
             if name in defined:

@@ -46,6 +46,7 @@ from transpiler.transforms.common.generated import for_jit
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward.api import jvp_function
 from transpiler.transforms import bt
+from transpiler.codegen import load_source
 
 
 class Recorded(AvalProperties, ArrayMethods, core.Tracer):
@@ -190,7 +191,7 @@ def readable(fn: Any) -> bool:
         return False
     known = _READABLE.get(code)
     if known is None:
-        from transpiler.frontend.get_source import get_source
+        from transpiler.frontend.get_source import get_source  # keeps libcst out until used
         try:
             get_source(fn)
             known = True
@@ -273,7 +274,6 @@ def _generate(fn: Any, record: Record, n_inputs: int, returned: list[str]) -> Ca
     key = (source, tuple(map(id, record.params)))
     function = _FUNCTIONS.get(key)
     if function is None:
-        from transpiler.codegen import load_source
         namespace = {"prim": PRIMITIVES, "np": np, "K": tuple(record.params)}
         function = _FUNCTIONS[key] = load_source(source, func, namespace, source_map,
                                                  "transpiler.transforms.common.traced")

@@ -18,6 +18,16 @@ from transpiler.transforms.common.arguments import active_names, argnums_of, pos
 from transpiler.transforms.common.generated import TransformedFunction, at_creation, for_jit, target
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.common.signature import star_name
+from transpiler.transforms.forward.custom_jvp import CustomJVP, jvp_of_custom_jvp
+from transpiler.codegen import disk_cache
+from transpiler.transforms.common.generated import emit_generated, parsed_function
+from transpiler.transforms.common.arguments import as_arrays
+from transpiler import dtypes
+from transpiler.primitives.core import abstractify
+from transpiler import numpy as jnp
+from transpiler.codegen import emit_text
+from transpiler.transforms.common.arguments import finalize
+from transpiler.transforms.reverse.api import grad
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -25,10 +35,8 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     """The generated ``jvp_<name>(*args, <p>_dot=None ...) -> (out, out_dot)`` (cached)."""
     fn = target(fn)
-    from transpiler.transforms.forward.custom_jvp import CustomJVP, jvp_of_custom_jvp
     if isinstance(fn, CustomJVP):  # its own rule, not its source (not cached: see vjp_function)
         return f"jvp_{getattr(fn, '__name__', 'custom')}", jvp_of_custom_jvp(fn)
-    from transpiler.codegen import disk_cache
     key = (fn, active, disk_cache.bindings(fn))  # see reverse/generate.py's vjp_function
     hit = _GENERATED.get(key)
     if hit is not None:
@@ -43,7 +51,6 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
         _GENERATED[key] = loaded
         return loaded
     from transpiler.frontend import is_library
-    from transpiler.transforms.common.generated import emit_generated, parsed_function
     from transpiler.transforms.forward.transform import ForwardAD
     parsed = parsed_function(fn)
     from transpiler.transforms.common import classify
@@ -90,7 +97,6 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
         return JVP(fun, has_aux)
     fname = getattr(fun, "__name__", "function")
     _check_tangents(primals, tangents, fname)
-    from transpiler.transforms.common.arguments import as_arrays
     primals = tuple(as_arrays(tuple(primals), floats=True))  # arrays, as JAX's tracers are
     tangents = tuple(as_arrays(tuple(tangents), floats=True))
     target = _differentiable_target(fun)
@@ -125,8 +131,6 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
 def _check_tangents(primals: Any, tangents: Any, fname: str) -> None:
     """JAX's rules: tuples or lists of equal length, pytrees of equal structure, equal
     shapes and dtypes; integer primals have no tangent space here."""
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     for what, value in (("primal", primals), ("tangent", tangents)):
         if not isinstance(value, (tuple, list)):
             raise TypeError(f"jvp({fname}): {what} arguments must be a tuple or a list, "
@@ -173,7 +177,6 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
 
 def _zeros_like(x: Any) -> Any:
-    from transpiler import numpy as jnp
     return jnp.zeros_like(x)
 
 
@@ -202,14 +205,12 @@ class Jacobian(TransformedFunction):
         fname = getattr(self.fun, "__name__", "function")
         nums = argnums_of(self.argnums, len(args), fname)
         _check_inexact(args, nums, self.kind)
-        from transpiler.transforms.common.arguments import as_arrays
         # like JAX: the differentiated inputs are arrays while the function runs
         args = tuple(as_arrays(a, floats=i in nums) for i, a in enumerate(args))
         if self.kind == "jacrev":
             return _jacrev(self.fun, args, nums, self.argnums, self.has_aux, fname)
         if self.kind == "hessian":  # jacfwd(jacrev(f)), as JAX defines it
             if self.has_aux or not isinstance(self.argnums, int):
-                from transpiler.transforms.reverse.api import grad
                 inner: Any = grad(self.fun, argnums=self.argnums, has_aux=self.has_aux)
             else:
                 inner = jacrev(self.fun, self.argnums)
@@ -247,7 +248,6 @@ class Jacobian(TransformedFunction):
 
 def _jacobian_function(j: Jacobian) -> Callable:
     """Write and load ``jacfwd_<f>``/``jacrev_<f>`` (see `Jacobian.differentiable`)."""
-    from transpiler.codegen import emit_text
     from transpiler.transforms import ad
     from transpiler.transforms.batch.api import vmap
     if not isinstance(j.argnums, int) or j.has_aux:
@@ -308,8 +308,6 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
 
 
 def _check_inexact(args: Sequence[Any], nums: Sequence[int], kind: str) -> None:
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     for i in nums:
         for leaf in tree_util.tree_leaves(args[i]):
             dtype = abstractify(leaf).dtype
@@ -321,7 +319,6 @@ def _check_inexact(args: Sequence[Any], nums: Sequence[int], kind: str) -> None:
 
 def _basis(tree: Any) -> list[Any]:
     """One tangent per element of `tree`'s leaves: one-hot pytrees, leaf by leaf."""
-    from transpiler import numpy as jnp
     leaves, treedef = tree_util.tree_flatten(tree)
     out = []
     for j, leaf in enumerate(leaves):
@@ -336,7 +333,6 @@ def _basis(tree: Any) -> list[Any]:
 def _blocks(columns: list[Any], in_tree: Any, out: Any) -> Any:
     """Stack per-input-element tangents into JAX's Jacobian layout: for each output leaf,
     an `in_tree`-shaped pytree of arrays of shape ``out_leaf.shape + in_leaf.shape``."""
-    from transpiler import numpy as jnp
     in_leaves, in_def = tree_util.tree_flatten(in_tree)
     out_leaves, out_def = tree_util.tree_flatten(out)
     result_leaves = []
@@ -406,7 +402,6 @@ def _jacrev(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
     result = for_jit(generated)(*args)[0]  # (no cotangent: the value alone, as transformed)
     out, aux = (result[0], result[1]) if has_aux else (result, None)
     _check_array_output(out, "jacrev", fname)
-    from transpiler.transforms.common.arguments import finalize
     rows: list[list[Any]] = []
     for out_leaf_basis in _output_basis(out):
         row = []
@@ -425,7 +420,6 @@ def _jacrev(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool
 
 def _output_basis(out: Any) -> list[list[Any]]:
     """For each output leaf, the one-hot cotangents (pytrees like `out`) of its elements."""
-    from transpiler import numpy as jnp
     leaves, treedef = tree_util.tree_flatten(out)
     result = []
     for j, leaf in enumerate(leaves):
@@ -440,7 +434,6 @@ def _output_basis(out: Any) -> list[list[Any]]:
 
 
 def _blocks_rev(rows: list[list[Any]], in_tree: Any, out: Any) -> Any:
-    from transpiler import numpy as jnp
     in_leaves, in_def = tree_util.tree_flatten(in_tree)
     out_leaves, out_def = tree_util.tree_flatten(out)
     result_leaves = []
@@ -457,8 +450,6 @@ def _blocks_rev(rows: list[list[Any]], in_tree: Any, out: Any) -> Any:
 
 
 def _check_array_output(out: Any, kind: str, fname: str) -> None:
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     for leaf in tree_util.tree_leaves(out):
         try:
             aval = abstractify(leaf)

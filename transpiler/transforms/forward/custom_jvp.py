@@ -25,6 +25,8 @@ import functools
 from typing import Any, Callable, Sequence
 
 from transpiler.errors import TranspileError, user_location
+from transpiler.codegen import emit_text
+from transpiler.transforms.reverse.generate import vjp_function
 
 
 class CustomJVP:
@@ -58,8 +60,6 @@ class CustomJVP:
                                  "call f.defjvp(rule) before differentiating")
         cached = getattr(self, "_transposed", None)
         if cached is None or cached[0] is not self.rule:
-            from transpiler.codegen import emit_text
-            from transpiler.transforms.reverse.generate import vjp_function
             name = f"tangent_map_{_name(self)}".replace("<lambda>", "lambda")
             source = (f"def {name}(static, primals, tangents):\n"
                       f"    return _rule(*static, primals, tangents)[1]\n")

@@ -14,6 +14,9 @@ from transpiler.transforms.common.generated import TransformedFunction, at_creat
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.errors import located
+from transpiler import dtypes
+from transpiler.primitives.core import abstractify
+from transpiler.codegen import emit_text
 
 
 def _check_options(fun: Any, argnums: Any, has_aux: Any, fname: str) -> None:
@@ -32,8 +35,6 @@ def _check_options(fun: Any, argnums: Any, has_aux: Any, fname: str) -> None:
 
 
 def _check_differentiable(args: Sequence[Any], nums: Sequence[int], fname: str) -> None:
-    from transpiler import dtypes
-    from transpiler.primitives.core import abstractify
     for i in nums:
         for leaf in tree_util.tree_leaves(args[i]):
             aval = abstractify(leaf, i, fname)
@@ -81,7 +82,6 @@ class Transformed(TransformedFunction):
 
 def _wrapper_function(t: Transformed) -> Callable:
     """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above)."""
-    from transpiler.codegen import emit_text
     from transpiler.transforms import ad
     fun = target(t._original)
     params = positional_names(fun)
@@ -181,7 +181,6 @@ def _cotangent(generated: Callable) -> str:
 
 def _check_cotangent(cotangent: Any, out: Any, fname: str) -> None:
     """JAX's rule: the cotangent has the output's structure, shapes and dtypes."""
-    from transpiler.primitives.core import abstractify
     ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
     out_leaves, out_tree = tree_util.tree_flatten(out)
     if ct_tree != out_tree:

@@ -29,6 +29,10 @@ import inspect
 from typing import Any, Callable, Optional, Sequence
 
 from transpiler.errors import SourceLocation, TranspileError, user_location
+from transpiler import dtypes
+from transpiler import numpy as jnp
+from transpiler.primitives.core import abstractify
+from transpiler.transforms.common.arguments import finalize
 
 
 def _name(fn: Any) -> str:
@@ -120,7 +124,6 @@ class CustomVJP:
     def backward(self, args: tuple, residuals: Any, out: Any, out_bar: Any) -> tuple:
         """``bwd(*nondiff, residuals, out_bar)`` checked, as one cotangent (or None) per
         positional argument (None at the nondiff ones)."""
-        from transpiler.transforms.common.arguments import finalize
         g = finalize(out_bar, out)  # bwd sees zeros where nothing flowed, as in JAX
         for i in self.nondiff_argnums:
             if i >= len(args):
@@ -195,9 +198,6 @@ def _checked(ct: Any, primal: Any, where: str, loc: Optional[SourceLocation]) ->
         if hasattr(primal, "_fields"):  # namedtuple
             return type(primal)(*items)
         return items if isinstance(primal, list) else tuple(items)
-    from transpiler import dtypes
-    from transpiler import numpy as jnp
-    from transpiler.primitives.core import abstractify
     want, got = abstractify(primal), _aval(ct, where, loc)
     if got.shape != want.shape:
         raise TranspileError(
@@ -210,7 +210,6 @@ def _checked(ct: Any, primal: Any, where: str, loc: Optional[SourceLocation]) ->
 
 
 def _aval(ct: Any, where: str, loc: Optional[SourceLocation]) -> Any:
-    from transpiler.primitives.core import abstractify
     try:
         return abstractify(ct)
     except TypeError:

@@ -8,6 +8,8 @@ from typing import Any, Callable, Optional
 
 from transpiler.transforms.common.generated import (aliases, emit_generated, parsed_function,
                                                     refuse_rule_code, target)
+from transpiler.transforms.reverse.custom_vjp import CustomVJP, vjp_of_custom
+from transpiler.codegen import disk_cache
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -15,7 +17,6 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tuple[str, Callable]:
     """The generated ``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of `fn` (cached)."""
     fn = target(fn)
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP, vjp_of_custom
     from transpiler.transforms.forward.custom_jvp import CustomJVP, vjp_of_custom_jvp
     # Their own rules, not their source (not cached: defvjp/defjvp may follow)
     if isinstance(fn, CustomVJP):
@@ -23,7 +24,6 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
     if isinstance(fn, CustomJVP):
         return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom_jvp(fn, has_aux)
     refuse_rule_code(fn, "reverse mode")
-    from transpiler.codegen import disk_cache
     # A global rebound (or a helper redefined) since: the code is generated again
     key = (fn, active, has_aux, disk_cache.bindings(fn))
     hit = _GENERATED.get(key)
@@ -55,7 +55,6 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
 def store_cached(disk_key: str, fn: Callable, parsed: Any, generated: Any,
                   function: Callable) -> None:
     """Record generated code for the next process (skipped if a callee can't be imported)."""
-    from transpiler.codegen import disk_cache
     callees = {}
     for name, (callee, active) in generated.callees.items():
         code = target(callee)

@@ -46,6 +46,7 @@ from transpiler.transforms.ad.cotangents import needs_primal
 from transpiler.errors import _PACKAGE_DIR
 from transpiler.transforms.common.generated import aliases
 from transpiler.transforms import ad as adjoint_helpers
+from transpiler.transforms.reverse.adjoints import adjoint_of
 
 
 @dataclass
@@ -373,7 +374,6 @@ class ReverseAD:
     def backward(self, stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """Adjoints of `stmts` in reverse (`self.resets`: cotangents that start over once
         the adjoint of their assignment is done)."""
-        from transpiler.transforms.reverse.adjoints import adjoint_of
         out: list[cst.BaseStatement] = []
         for stmt in reversed(stmts):
             if isinstance(stmt, cst.If):
