@@ -195,3 +195,17 @@ def test_two_broadcasts_of_one_reduction():
     sq = (x * x).sum(1)
     np.testing.assert_allclose(tp.jit(distances)(x), sq[:, None] + sq[None, :] - 2 * x @ x.T,
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_boolean_matrix_converted_into_a_matmul(dtype):
+    """IREE fused the i1 -> number convert into the matmul as a signed one (True == -1):
+    `(x > 0).astype(f32) @ b` came out negated. Bools now convert by a select."""
+    x = np.array([1.0, -1.0, 2.0], np.float32)
+    b = np.ones((3, 1), dtype)
+
+    def f(x, b):
+        return (x[:, None] > jnp.zeros(3)[None, :]).astype(dtype) @ b
+
+    np.testing.assert_array_equal(tp.jit(f)(x, b), f(x, b))
+    np.testing.assert_array_equal(tp.jit(f)(x, b).ravel(), [3, 0, 3])

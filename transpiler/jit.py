@@ -20,7 +20,7 @@ from iree.runtime import HalBufferView, VmVariantList
 from transpiler import tree_util
 from transpiler.array import Array, DeviceArray
 from transpiler.codegen import disk_cache
-from transpiler.compiler import compile_vmfb, lower_to_stage, tiling_flags
+from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.config import config
 from transpiler.errors import located
 from transpiler.lowering.trace import StagedModule, trace_to_module
@@ -54,7 +54,7 @@ class Executable:
         work = sum(a.size for a in self.in_avals) + sum(a.size for a in self.out_avals)
         self.device = _resolve_device(device, work)
         self.target = target
-        extra = tiling_flags(staged.text()) if target == "llvm-cpu" else []
+        extra = module_flags(staged.text()) if target == "llvm-cpu" else []
         self.vmfb = compile_vmfb(staged.bytecode(), target, extra_flags=extra)
         self.module = runtime.load(self.vmfb, self.device, array_class=DeviceArray)
         function = self.module[staged.name]

@@ -182,6 +182,10 @@ def main() -> None:
     vmap.main()
     import pmap  # tests/bench/pmap.py: a data-parallel MLP step on 2 CPU devices
     pmap.main()
+    import sorting  # tests/bench/sorting.py: sort, argsort, median, top_k
+    sorting.main()
+    import linalg  # tests/bench/linalg.py: Cholesky, solve, slogdet, a GP likelihood
+    linalg.main()
 
 
 if __name__ == "__main__":

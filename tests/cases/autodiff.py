@@ -1,4 +1,5 @@
-"""Cases for the primitives of the differentiation transforms (``lax.stop_gradient``)."""
+"""Cases for the identity primitives the transforms and the compiler treat specially
+(``lax.stop_gradient``, ``lax.optimization_barrier``)."""
 
 import numpy as np
 
@@ -27,4 +28,7 @@ CASES = [
          name="pytree"),
     Case("stop_gradient", lambda a: jnp.sin(lax.stop_gradient(a)) + a, (x,),
          lambda a: np.sin(a) + a),
+    Case("optimization_barrier", lax.optimization_barrier, (x,), lambda a: a),
+    Case("optimization_barrier", lambda a: jnp.sin(lax.optimization_barrier(a * 2)), (x,),
+         lambda a: np.sin(a * 2)),
 ]

@@ -12,7 +12,7 @@ from transpiler.cache_files import write_atomic
 from transpiler.sharding.pmap_api import Pmapped
 from transpiler.compiler import MULTI_DEVICE_KINDS
 from transpiler.transforms.common.arguments import positional_names
-from transpiler.compiler import compile_vmfb, tiling_flags
+from transpiler.compiler import compile_vmfb, module_flags
 
 
 def python_module(path: Path, chosen: dict, manifest: dict) -> str:
@@ -102,7 +102,7 @@ def _param_names(fn: Any, count: int) -> list[str]:
 
 
 def compile_artifact(lowered: Any, target: str, cpu: str) -> bytes:
-    extra = tiling_flags(lowered.staged.text()) if target == "llvm-cpu" else []
+    extra = module_flags(lowered.staged.text()) if target == "llvm-cpu" else []
     if getattr(lowered, "strategy", None) == "collectives" and target == "llvm-cpu":
         raise CliError("a pmap with native collectives cannot run on IREE's CPU devices "
                        "(they have no collective channels); build it for llvm-cpu with "

@@ -33,6 +33,12 @@ def stop_gradient(x: Any) -> Any:
     return tree_util.tree_map(stop, x)
 
 
+def optimization_barrier(operand: Any) -> Any:
+    """``lax.optimization_barrier``: `operand` (a pytree) unchanged, but neither trace-time
+    folding nor the compiler moves computation across it."""
+    return tree_util.tree_map(conv.optimization_barrier, operand)
+
+
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     return conv.convert_element_type(operand, dtype=dtypes.canonicalize(new_dtype))
 
@@ -112,5 +118,7 @@ cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)
 # Control flow builds on the above.
 from transpiler.lax.control import cond, probe, switch, while_loop  # noqa: E402,F401
 from transpiler.lax.loops import fori_loop, map, scan  # noqa: E402,F401
+from transpiler.lax.sorting import sort, sort_key_val, top_k  # noqa: E402,F401
+from transpiler.lax import linalg  # noqa: E402,F401
 from transpiler.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401
                                      ppermute, psum, psum_scatter)

@@ -128,6 +128,13 @@ class LoweringContext:
             return self.compare(value, zero, "NE", aval.dtype, aval.shape)
         if dtypes.is_float(aval.dtype) and dtype.kind in "iu":
             return self._float_to_int(value, aval, dtype)
+        if aval.dtype == dtypes.bool_:
+            # A select, not stablehlo.convert: IREE 3.13 fused the convert of an i1 into a
+            # matmul as a signed one, so True became -1 (`(x > 0).astype(f32) @ b` negated;
+            # tests/test_jit_wrong_answers.py).
+            one = self.constant(1, dtype, aval.shape)
+            zero = self.constant(0, dtype, aval.shape)
+            return self.op("stablehlo.select", [value, one, zero], tensor_type(aval.shape, dtype))
         return self.op("stablehlo.convert", [value], tensor_type(aval.shape, dtype))
 
     def _float_to_int(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:

@@ -53,7 +53,12 @@ def trace_to_module(flat_fun: Callable[..., Sequence[Any]], in_avals: Sequence[S
         finally:
             core.trace_stack.pop()
         out_avals = [core.abstractify(o, i, "jit output") for i, o in enumerate(outputs)]
-        kept = [t for t in trace.keep_alive if t.trace is trace]
+        # (Each kept loop result once, and not one the function returns anyway: IREE 3.13
+        # failed at run time, "indirect buffer reference slot 0 is out range", on a module
+        # returning one buffer twice.)
+        returned = {id(o) for o in outputs}
+        kept = list({id(t): t for t in trace.keep_alive
+                     if t.trace is trace and id(t) not in returned}.values())
         with ir.InsertionPoint(block):
             values = [trace.operand(o, a) for o, a in zip(outputs, out_avals)]
             values += [t.value for t in kept]

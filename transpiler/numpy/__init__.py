@@ -17,7 +17,9 @@ from transpiler.numpy.reductions import *  # noqa: F401,F403
 from transpiler.numpy.nan_reductions import *  # noqa: F401,F403
 from transpiler.numpy.products import *  # noqa: F401,F403
 from transpiler.numpy.indexing import *  # noqa: F401,F403
-from transpiler.numpy import linalg  # noqa: F401
+from transpiler.numpy.sorting import *  # noqa: F401,F403
+from transpiler.numpy.quantiles import *  # noqa: F401,F403
+from transpiler.numpy.counting import *  # noqa: F401,F403
 from transpiler import array_methods
 from transpiler.primitives.core import abstractify
 
@@ -59,6 +61,15 @@ def shape(x):  # type: ignore[no-untyped-def]
 
 def size(x):  # type: ignore[no-untyped-def]
     return int(_np.prod(shape(x)))
+
+
+def __getattr__(name):  # type: ignore[no-untyped-def]
+    """``jnp.linalg`` on first use: its solvers are loops of transpiler.lax, which imports
+    this package."""
+    if name == "linalg":
+        import importlib
+        return importlib.import_module("transpiler.numpy.linalg")
+    raise AttributeError(f"module 'transpiler.numpy' has no attribute {name!r}")
 
 
 def _install_array_methods() -> None:

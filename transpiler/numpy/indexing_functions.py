@@ -92,8 +92,8 @@ def take_along_axis(arr: Any, indices: Any, axis: Optional[int], mode: Optional[
         raise shape_error(f"take_along_axis: indices of rank {len(ishape)} do not match an "
                           f"array of rank {len(shape)}", "the arrays need the same rank")
     axis = normalize_axis(axis, len(shape), "take_along_axis")
-    others = [s for i, s in enumerate(shape) if i != axis]
-    ind_others = [s for i, s in enumerate(ishape) if i != axis]
+    others = list(shape[:axis]) + list(shape[axis + 1:])
+    ind_others = list(ishape[:axis]) + list(ishape[axis + 1:])
     try:
         common = list(np.broadcast_shapes(tuple(others), tuple(ind_others)))
     except ValueError:

@@ -5,7 +5,7 @@ without a rule fails loudly.
 """
 
 from transpiler.primitives import (conversions, dot, elementwise, indexing,  # noqa: F401
-                                   reductions, shape)
+                                   reductions, shape, sorting)
 from transpiler.primitives.core import REGISTRY, Primitive, ShapedArray, bind
 
 __all__ = ["REGISTRY", "Primitive", "ShapedArray", "bind"]

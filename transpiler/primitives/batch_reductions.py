@@ -10,6 +10,8 @@ around it (an unbatched axis ``a`` is axis ``a + 1`` of the batched operand when
 * ``argmax``/``argmin``: the renumbered axis is dropped; the batch axis moves down by one
   when the reduced axis precedes it.
 * ``cum<kind>``: same shape as the input, so the batch axis stays put.
+* ``sort``/``sort_permutation``: along the renumbered dimension; the keys of a
+  permutation are all given the batch axis first (unbatched ones broadcast along it).
 * ``dot_general``: with both operands batched, the two batch axes become a new leading
   pair of batch dimensions, so the result's batch axis is 0. With one operand batched, its
   batch axis is a free (non-contracting, non-batch) dimension of that operand; the result
@@ -23,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from transpiler.primitives import dot, reductions
+from transpiler.primitives import dot, reductions, sorting
+from transpiler.primitives.batching import batch_size, materialize
 from transpiler.primitives.core import Primitive, abstractify
 
 
@@ -66,6 +69,26 @@ def _axis_rule(prim: Primitive, removes_axis: bool) -> Any:
         out_dim = d - 1 if removes_axis and new_axis < d else d
         return prim.bind(x, axis=new_axis, **params), out_dim
     return rule
+
+
+def _sort_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *, dimension: int,
+               **params: Any) -> tuple[Any, Optional[int]]:
+    (x,), (d,) = args, dims
+    if d is None:
+        return sorting.sort(x, dimension=dimension, **params), None
+    d = _batch_dim(x, d)
+    (new_dimension,) = _shift((dimension,), d)
+    return sorting.sort(x, dimension=new_dimension, **params), d
+
+
+def _permutation_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *, dimension: int,
+                      **params: Any) -> tuple[Any, Optional[int]]:
+    if all(d is None for d in dims):
+        return sorting.sort_permutation(*args, dimension=dimension, **params), None
+    size = batch_size(args, dims)
+    keys = [materialize(k, None if d is None else _batch_dim(k, d), size)
+            for k, d in zip(args, dims)]
+    return sorting.sort_permutation(*keys, dimension=dimension + 1, **params), 0
 
 
 # --- dot_general --------------------------------------------------------------------------
@@ -113,4 +136,6 @@ for _prim in (reductions.argmax, reductions.argmin):
     _prim.def_rules(batch=_axis_rule(_prim, removes_axis=True))
 for _prim in (reductions.cumsum, reductions.cumprod, reductions.cummax, reductions.cummin):
     _prim.def_rules(batch=_axis_rule(_prim, removes_axis=False))
+sorting.sort.def_rules(batch=_sort_rule)
+sorting.sort_permutation.def_rules(batch=_permutation_rule)
 dot.dot_general.def_rules(batch=_dot_general_rule)

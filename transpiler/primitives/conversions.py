@@ -146,6 +146,14 @@ iota = define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_low
 
 
 
+# optimization_barrier(x): the identity, which neither trace-time folding nor the compiler
+# looks through (``lax.optimization_barrier``; stablehlo.optimization_barrier). Linear.
+optimization_barrier = define(
+    "optimization_barrier", impl=lambda x: x, abstract_eval=lambda x: x,
+    lower=lambda ctx, x: ctx.op("stablehlo.optimization_barrier", [x], x.type),
+    family="barrier", doc="The identity, opaque to folding and to the compiler's fusion.")
+
+
 # stop_gradient(x): the identity, whose output the transforms treat as a constant (it is
 # not differentiable, so no cotangent flows back through it; ``lax.stop_gradient``).
 stop_gradient = define("stop_gradient", impl=lambda x: x, abstract_eval=lambda x: x,

@@ -5,7 +5,10 @@ A `Primitive` carries the rules every transformation needs:
 ==================  ==========================================================
 ``impl``            the eager NumPy computation (inputs already in their dtypes)
 ``abstract_eval``   output `ShapedArray` from input ones; errors at the user's line
-``lower``           emits StableHLO through ``iree.compiler.ir`` (see lowering/)
+``lower``           emits StableHLO through ``iree.compiler.ir`` (see lowering/); or
+``composite``       the same computation written with other primitives (and lax loops),
+                    which is what a trace stages -- linear algebra, where the eager
+                    ``impl`` calls LAPACK and the compiled form is a loop
 ``jvp``             forward-mode rule (a source template, jvp_template.py)
 ``vjp``             reverse-mode rule (a source template, vjp_template.py)
 ``batch``           vmap rule (batching.py)
@@ -61,13 +64,17 @@ class ShapedArray:
 class Primitive:
     """A primitive operation and its table of rules (see the module docstring)."""
 
-    def __init__(self, name: str, *, impl: Callable, abstract_eval: Callable, lower: Callable,
+    def __init__(self, name: str, *, impl: Callable, abstract_eval: Callable,
+                 lower: Optional[Callable] = None, composite: Optional[Callable] = None,
                  multiple_results: bool = False, differentiable: bool = True,
                  family: Optional[str] = None, doc: str = "") -> None:
+        if (lower is None) == (composite is None):
+            raise ValueError(f"primitive {name!r}: give exactly one of lower and composite")
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
         self.lower = lower
+        self.composite = composite
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         # What the result's elements are, for rules that work on one element of a splat
@@ -111,10 +118,9 @@ def register(prim: Primitive) -> Primitive:
     return prim
 
 
-def define(name: str, *, impl: Callable, abstract_eval: Callable, lower: Callable,
-           **kwargs: Any) -> Primitive:
-    """Create and register a primitive in one call."""
-    return register(Primitive(name, impl=impl, abstract_eval=abstract_eval, lower=lower, **kwargs))
+def define(name: str, *, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
+    """Create and register a primitive in one call (give `lower` or `composite`)."""
+    return register(Primitive(name, impl=impl, abstract_eval=abstract_eval, **kwargs))
 
 
 # --- values: what bind accepts ------------------------------------------------------------

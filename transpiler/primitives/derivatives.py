@@ -31,6 +31,7 @@ from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red_p
 from transpiler.primitives import shape as sp
+from transpiler.primitives import sorting as sort_p
 from transpiler.primitives.core import Primitive
 from transpiler.primitives.jvp_template import jvp_template
 from transpiler.primitives.vjp_template import vjp_template
@@ -123,6 +124,8 @@ y_bar = ad.unbroadcast_like(jnp.where(pred, 0.0, out_bar), y)
 """))
 
 # --- shape (linear) -------------------------------------------------------------------------
+linear(conv.optimization_barrier, "lax.optimization_barrier({t})",
+       "lax.optimization_barrier({t})")
 linear(sp.reshape, "jnp.reshape({t}, new_sizes)", "jnp.reshape({t}, jnp.shape(x))")
 linear(sp.broadcast_to, "jnp.broadcast_to({t}, shape)", "ad.unbroadcast_like({t}, x)")
 linear(sp.transpose, "jnp.transpose({t}, permutation)",
@@ -210,3 +213,10 @@ rules(idx_p.scatter,
 operand_bar = ad.scatter_operand_cotangent(out_bar, operand, indices, updates, out, mode)
 updates_bar = ad.scatter_updates_cotangent(out_bar, operand, indices, updates, out, mode)
 """))
+
+# --- sort -----------------------------------------------------------------------------------
+# The tangent is put in the order the sort put x (stable: tied elements keep their order,
+# reversed when descending -- JAX's rule); the cotangent is moved back.
+rules(sort_p.sort,
+      jvp=jvp_template(("x",), x="ad.sorted_tangent(x_dot, x, dimension, descending)"),
+      vjp=vjp_template(("x",), "x_bar = ad.unsorted_cotangent(out_bar, x, dimension, descending)"))

@@ -1,4 +1,4 @@
 """``jax.scipy``: SciPy's functions on transpiler arrays, with JAX's signatures (`special`
-so far; the rest of jax.scipy -- linalg, stats, ... -- is issue 19's)."""
+and `linalg` so far; stats, optimize, integrate are to come)."""
 
-from transpiler.scipy import special  # noqa: F401
+from transpiler.scipy import linalg, special  # noqa: F401

@@ -14,7 +14,7 @@ import numpy as np
 
 import runtime
 from transpiler import tree_util
-from transpiler.compiler import compile_vmfb, lower_to_stage, tiling_flags
+from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.errors import TranspileError, user_location
 from transpiler.lowering.trace import StagedModule
 from transpiler.primitives.core import ShapedArray, abstractify
@@ -39,7 +39,7 @@ class DevicesExecutable:
                                  "collectives (pmap(f).export(...)) for CUDA/ROCm/TPU runtimes")
         self.staged, self.devices, self.out_tree = staged, devices, out_tree
         self.shard_avals = shard_avals
-        extra = tiling_flags(staged.text()) if target == "llvm-cpu" else []
+        extra = module_flags(staged.text()) if target == "llvm-cpu" else []
         vmfb = compile_vmfb(staged.bytecode(), target, extra_flags=extra, devices=len(devices))
         self.module = runtime.load(vmfb, devices=devices)
         self.function = self.module[staged.name]

@@ -25,7 +25,11 @@ from transpiler.transforms.ad.indexing import (  # noqa: F401
     _update_ids, _winners, clamp_indices, dot_p, dot_transpose_lhs, dot_transpose_rhs,
     dynamic_slice_cotangent, dynamic_update_slice_operand_cotangent,
     dynamic_update_slice_update_cotangent, gather_cotangent, idx_p, scatter_operand_cotangent,
-    scatter_updates_cotangent)
+    scatter_updates_cotangent, sort_order, sorted_tangent, unsorted_cotangent)
+from transpiler.transforms.ad.linalg import (  # noqa: F401
+    cholesky_cotangent, cholesky_tangent, linear_solve_a_tangent, logabsdet_cotangent,
+    logabsdet_tangent, triangular_solve_a_cotangent, triangular_solve_a_tangent,
+    triangular_solve_b_cotangent)
 from transpiler.transforms.ad.shapes import (  # noqa: F401
     Shape, cast_like, convert_cotangent, expand_reduced, inverse_permutation, unbroadcast,
     unbroadcast_like, zeros_cotangent)

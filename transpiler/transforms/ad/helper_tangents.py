@@ -34,6 +34,10 @@ RULES: dict[str, Rule] = {
     "control_fill": lambda t, x, d: f"ad.control_fill({d[0]}, {x[1]})",
     "control_where": lambda t, x, d: f"ad.control_where({x[0]}, ad.control_fill({d[1]}, "
                                      f"{x[1]}), ad.control_fill({d[2]}, {x[2]}))",
+    # sort's derivatives (ad/indexing.py): permutations of `t`, constant in `x`
+    "sort_permuted": lambda t, x, d: f"ad.sorted_tangent({d[0]}, {x[1]}, {x[2]}, {x[3]})",
+    "sort_unpermuted": lambda t, x, d: f"ad.unsorted_cotangent({d[0]}, {x[1]}, {x[2]}, "
+                                       f"{x[3]})",
     # a closure's derivative: the dict of its cells' (common/closures.py)
     "closure_free_params": lambda t, x, d: f"ad.free_params_tangent({t}, {d[0]})",
     "closure_free_values": lambda t, x, d: f"ad.free_values_tangent({d[0]}, {d[1]}, {x[0]}, "

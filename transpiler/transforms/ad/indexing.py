@@ -1,5 +1,5 @@
-"""``ad`` helpers for dot_general and the indexing primitives (dynamic slices, gather,
-scatter). Re-exported by the ``ad`` package (transforms/ad/__init__.py)."""
+"""``ad`` helpers for dot_general, the indexing primitives (dynamic slices, gather,
+scatter) and sort. Re-exported by the ``ad`` package (transforms/ad/__init__.py)."""
 
 from __future__ import annotations
 
@@ -183,3 +183,31 @@ def _scatter_mul_others(operand: Any, indices: Any, updates: Any) -> Any:
     count, product = idx_p.gather(zeros_at, clamped), idx_p.gather(nonzero_product, clamped)
     return jnp.where(zero, jnp.where(count == 1, product, 0.0),
                      jnp.where(count == 0, product / jnp.where(zero, 1.0, updates), 0.0))
+
+
+# --- sort -----------------------------------------------------------------------------------
+
+def sort_order(x: Any, dimension: int, descending: bool) -> Any:
+    """The permutation by which the `sort` primitive moved the elements of `x`: the stable
+    ascending order, reversed when `descending` (JAX sorts descending as the reverse of
+    ascending, so tied elements take their derivatives in reverse order)."""
+    perm = jnp.argsort(x, axis=dimension)
+    return jnp.flip(perm, dimension) if descending else perm
+
+
+def sorted_tangent(t: Any, x: Any, dimension: int, descending: bool) -> Any:
+    """The tangent of ``sort(x)``: `t` in the order the sort put `x` (None: zero). Linear
+    in `t` and constant in `x` almost everywhere, which is how the transforms differentiate
+    it and `unsorted_cotangent` (transforms/ad/helper_tangents.py, reverse/adjoints.py)."""
+    if t is None:
+        return None
+    return jnp.take_along_axis(t, sort_order(x, dimension, descending), axis=dimension)
+
+
+def unsorted_cotangent(g: Any, x: Any, dimension: int, descending: bool) -> Any:
+    """The cotangent of `x` from that of ``sort(x)``: `g` moved back by the inverse
+    permutation (None: zero)."""
+    if g is None:
+        return None
+    inverse = jnp.argsort(sort_order(x, dimension, descending), axis=dimension)
+    return jnp.take_along_axis(g, inverse, axis=dimension)

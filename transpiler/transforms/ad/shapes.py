@@ -41,7 +41,10 @@ def cast_like(g: Any, x: Any) -> Any:
 
 
 def unbroadcast_like(g: Any, x: Any) -> Any:
-    """`unbroadcast` to the shape of operand `x`, in the dtype of `x`."""
+    """`unbroadcast` to the shape of operand `x`, in the dtype of `x`; None (a zero
+    cotangent, as a Python int's derived from a differentiated tuple gets) stays None."""
+    if g is None:
+        return None
     return cast_like(unbroadcast(g, abstractify(x).shape), x)
 
 

@@ -12,6 +12,8 @@ generated batched code (batch/transform.py), made on first use.
 from __future__ import annotations
 
 import types
+
+import numpy as np
 from typing import Any, Iterator, Optional
 
 from transpiler.array_methods import ArrayMethods  # noqa: F401  (bt.ArrayMethods.reshape)
@@ -209,7 +211,41 @@ def getitem(x: Any, dims: Any, key: Any, key_dims: Any) -> tuple[Any, Any]:
         if front is not None:
             key = key if isinstance(key, tuple) else (key,)
             return front[(slice(None), *key)], 0
-    return call(array_getitem, (x, key), (dims, key_dims))
+    if _integer_arrays(key):
+        return _gather_rows(x, dims, key, key_dims), 0
+    # getitem's own code, batched (not `call`: its rule for getitem is this function)
+    return function_call(array_getitem, (x, key), (dims, key_dims), {}, {}, None)
+
+
+def _integer_arrays(key: Any) -> bool:
+    """Whether every item of `key` is an int or an integer array (NumPy's advanced
+    indexing with nothing else: no slice, None, Ellipsis or mask)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    for part in parts:
+        if isinstance(part, bool):
+            return False
+        if isinstance(part, int):
+            continue
+        if not hasattr(part, "dtype") or np.dtype(part.dtype).kind not in "iu":
+            return False
+    return bool(parts)
+
+
+def _gather_rows(x: Any, dims: Any, key: Any, key_dims: Any) -> Any:
+    """``x[i0, i1, ...]`` with integer-array items, some batched: one advanced index whose
+    first item picks each member's row (`arange(size)`), the others broadcast against it
+    with their batch axis first (the result's batch axis is 0)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    part_dims = key_dims if isinstance(key, tuple) and isinstance(key_dims, (tuple, list)) \
+        else (key_dims,) * len(parts)
+    size = _size(((x, dims), *zip(parts, part_dims)))
+    items = [materialize(jnp.asarray(p), d if isinstance(d, int) else None, size)
+             for p, d in zip(parts, part_dims)]
+    rank = max(abstractify(i).ndim for i in items) - 1
+    items = [sp.reshape(i, new_sizes=(size, *(1,) * (rank + 1 - abstractify(i).ndim),
+                                      *abstractify(i).shape[1:])) for i in items]
+    rows = np.arange(size, dtype=np.int32).reshape((size,) + (1,) * rank)
+    return array_getitem(materialize(x, dims, size), (rows, *items))
 
 
 def _static_key(key: Any) -> bool:

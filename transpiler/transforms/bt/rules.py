@@ -117,6 +117,13 @@ def _array_of_sequence_vjp(fn: Any, args: tuple, dims: tuple, kwargs: dict,
     return (out, (bars, *rest)), (out_d, (bar_dims, *rest))
 
 
+def _getitem(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``getitem(x, key)`` called as a function (the library's take_along_axis ...): as
+    ``x[key]`` is batched."""
+    (x, key), (x_dims, key_dims) = args, dims
+    return bt.getitem(x, x_dims, key, key_dims)
+
+
 def _special(fn: Any) -> Any:
     if isinstance(fn, bt.Method):
         return _method
@@ -131,6 +138,8 @@ def _special(fn: Any) -> Any:
         return _array_of_sequence_vjp
     if fn is jnp.einsum:
         return einsum
+    if fn is bt.array_getitem:
+        return _getitem
     if fn is vmap_api.vmap:
         return _vmap_of_closure
     global _HELPERS

@@ -301,6 +301,9 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.active_names): "static",
                               id(closures.closure_vjp_function): "static",
                               id(closures.closure_jvp_function): "static"})
+        from transpiler.transforms.ad import indexing  # sort's derivatives: permutations
+        _HELPER_KINDS.update({id(indexing.sorted_tangent): "sort_permuted",
+                              id(indexing.unsorted_cotangent): "sort_unpermuted"})
         from transpiler.transforms.ad import control  # the rules forward mode reads
         _HELPER_KINDS.update({id(control.fill): "control_fill",
                               id(control._where): "control_where",

@@ -145,7 +145,11 @@ class ForwardAD:
             if len(useful) == before:
                 break
         self.active &= useful | set(self.active_params)
-        statements = self.block(stmts)
+        # A parameter that is not differentiated but is reassigned from a differentiated
+        # value (``axis = _axis(x, axis)``) is read with a zero tangent before that.
+        statements = [self.line(f"{self.dot(p)} = None") for p in self.params
+                      if p in self.active and p not in self.active_params]
+        statements += self.block(stmts)
         # An output that does not depend on the differentiated inputs (say, x is only read
         # for its shape) still returns zeros: callers keep every active value's tangent.
         tangent = self.tangent(out)

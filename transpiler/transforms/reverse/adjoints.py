@@ -326,7 +326,8 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
 def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.BaseStatement]:
     """The adjoints of the linear helpers of generated code (a derivative differentiated):
     ``ad.add(a, b)`` passes its cotangent to both; ``ad.item(g, k)`` and
-    ``ad.index_bar(x, k, g)`` are each other's transposes."""
+    ``ad.index_bar(x, k, g)`` are each other's transposes, and so are sort's
+    ``ad.sorted_tangent`` and ``ad.unsorted_cotangent``."""
     names = [a.value.value if isinstance(a.value, cst.Name) else None for a in args]
     bar = cst.Name(gen.bar(t))
     out: list[cst.BaseStatement] = []
@@ -360,6 +361,11 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
         if names[2]:
             out += gen.accumulate(names[2], parse_template_expression(
                 "ad.item({b}, {k})", b=bar, k=args[1].value))
+    elif kind in ("sort_permuted", "sort_unpermuted") and names[0]:  # each other's transpose
+        other = "unsorted_cotangent" if kind == "sort_permuted" else "sorted_tangent"
+        out += gen.accumulate(names[0], parse_template_expression(
+            f"ad.{other}({{b}}, {{x}}, {{d}}, {{s}})", b=bar, x=args[1].value,
+            d=args[2].value, s=args[3].value))
     elif kind == "cotangent_appended":  # xs.append(v), as reverse mode rewrote it
         if names[0]:
             out += gen.accumulate(names[0], parse_template_expression(

@@ -1,0 +1,77 @@
+"""Linear algebra under jit against NumPy (LAPACK) and jax.jit (LAPACK): Cholesky with a
+solve, a general solve, a log-determinant, and the gradient of a GP negative
+log-likelihood.
+
+Run directly (``python tests/bench/linalg.py``) or as part of ``run.py``. IREE has no
+LAPACK: our compiled factorizations are `fori_loop`s over columns (one matrix-vector
+product and a few elementwise steps per column, transpiler/lax/linalg.py), so an n x n
+factorization is n loop iterations where LAPACK runs blocked, cache-tiled kernels. Rows
+are checked against NumPy before timing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import transpiler as tp
+import transpiler.numpy as tnp
+import transpiler.scipy.linalg as tsl
+from run import bench, best_time, jax, ready, row
+
+if jax is not None:
+    import jax.numpy as jjnp
+    import jax.scipy.linalg as jsl
+
+
+def _cho_solve(lib: object, slib: object):
+    def f(a, b):
+        return slib.cho_solve(slib.cho_factor(a, lower=True), b)
+    return f
+
+
+def _gp_nll(np_mod: object, sl: object):
+    def nll(log_scale, x, y):
+        d = x[:, None] - x[None, :]
+        k = np_mod.exp(-0.5 * d * d / np_mod.exp(2 * log_scale)) + 0.1 * np_mod.eye(x.shape[0])
+        factor = np_mod.linalg.cholesky(k)
+        alpha = sl.cho_solve((factor, True), y)
+        return 0.5 * y @ alpha + np_mod.sum(np_mod.log(np_mod.diagonal(factor)))
+    return nll
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    for n in (128, 512):
+        g = rng.standard_normal((n, n)).astype(np.float32)
+        spd = g @ g.T / n + np.eye(n, dtype=np.float32)
+        rhs = rng.standard_normal((n, 4)).astype(np.float32)
+        bench(f"cholesky + cho_solve {n}x{n}",
+              lambda a, b: np.linalg.solve(a, b), (spd, rhs), _cho_solve(tnp, tsl),
+              _cho_solve(jjnp, jsl) if jax else None)
+    for n in (64, 256):
+        a = rng.standard_normal((n, n)).astype(np.float32) + n ** 0.5 * np.eye(n, dtype=np.float32)
+        rhs = rng.standard_normal((n, 4)).astype(np.float32)
+        bench(f"solve {n}x{n} (LU, partial pivoting)", np.linalg.solve, (a, rhs),
+              tnp.linalg.solve, jjnp.linalg.solve if jax else None)
+        bench(f"slogdet {n}x{n}", lambda m: np.linalg.slogdet(m)[1], (a,),
+              lambda m: tnp.linalg.slogdet(m)[1],
+              (lambda m: jjnp.linalg.slogdet(m)[1]) if jax else None)
+    n = 500
+    x = np.sort(rng.uniform(0, 10, n)).astype(np.float32)
+    y = (np.sin(x) + 0.3 * rng.standard_normal(n)).astype(np.float32)
+    ours = tp.jit(tp.value_and_grad(_gp_nll(tnp, tsl)))
+    args = (np.float32(0.0), x, y)
+    value, grad = ours(*args)
+    t_ours = best_time(lambda: ready(ours(*args)[1]))
+    t_jax = None
+    if jax is not None:
+        theirs = jax.jit(jax.value_and_grad(_gp_nll(jjnp, jsl)))
+        jv, jg = theirs(*args)
+        np.testing.assert_allclose(float(value), float(jv), rtol=1e-3)
+        np.testing.assert_allclose(float(grad), float(jg), rtol=1e-2)
+        t_jax = best_time(lambda: theirs(*args)[1].block_until_ready())
+    row(f"GP NLL value_and_grad, {n} points", t_ours, None, t_jax)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Cases for the linear-algebra primitives (transpiler/lax/linalg.py) through
+`transpiler.numpy.linalg` and `lax.linalg`: single matrices and batches, against NumPy."""
+
+import numpy as np
+
+import transpiler.numpy as jnp
+from transpiler import lax
+from tests.cases import Case, floats, rng
+
+a = floats(4, 4, seed=1) + 4 * np.eye(4, dtype=np.float32)      # well conditioned
+batch = floats(2, 5, 5, seed=2) + 5 * np.eye(5, dtype=np.float32)
+g = rng(3).normal(size=(2, 5, 5)).astype(np.float32)
+spd = g @ np.swapaxes(g, -1, -2) + 5 * np.eye(5, dtype=np.float32)
+b = floats(4, 2, seed=4)
+bb = floats(2, 5, 3, seed=5)
+lower = np.tril(a)
+
+
+def _solve_tri(t, rhs, lower_, transpose=False):
+    t = np.tril(t) if lower_ else np.triu(t)
+    return np.linalg.solve(np.swapaxes(t, -1, -2) if transpose else t, rhs)
+
+
+CASES = [
+    Case("cholesky", jnp.linalg.cholesky, (spd,), np.linalg.cholesky, rtol=1e-4, atol=1e-5),
+    Case("cholesky", lambda m: lax.linalg.cholesky(m, symmetrize_input=False), (spd[0],),
+         np.linalg.cholesky, rtol=1e-4, atol=1e-5),
+    Case("triangular_solve", lambda t, r: lax.linalg.triangular_solve(
+        t, r, left_side=True, lower=True), (lower, b), lambda t, r: _solve_tri(t, r, True),
+        rtol=1e-4, atol=1e-5),
+    Case("triangular_solve", lambda t, r: lax.linalg.triangular_solve(
+        t, r, left_side=True, lower=False, transpose_a=True), (a, b),
+        lambda t, r: _solve_tri(t, r, False, True), rtol=1e-4, atol=1e-5),
+    Case("triangular_solve", lambda t, r: lax.linalg.triangular_solve(
+        t, np.swapaxes(r, -1, -2), left_side=False, lower=True), (batch, bb),
+        lambda t, r: np.swapaxes(_solve_tri(t, r, True, True), -1, -2), rtol=1e-4, atol=1e-5),
+    Case("linear_solve", jnp.linalg.solve, (a, b), np.linalg.solve, rtol=1e-4, atol=1e-5),
+    Case("linear_solve", jnp.linalg.solve, (batch, bb), np.linalg.solve, rtol=1e-4, atol=1e-5),
+    Case("linear_solve", jnp.linalg.inv, (batch,), np.linalg.inv, rtol=1e-4, atol=1e-5),
+    Case("logabsdet", lambda m: jnp.linalg.slogdet(m)[1], (batch,),
+         lambda m: np.linalg.slogdet(m)[1], rtol=1e-5, atol=1e-5),
+    Case("det_sign", lambda m: jnp.linalg.slogdet(m)[0], (g,),
+         lambda m: np.linalg.slogdet(m)[0]),
+    Case("logabsdet", jnp.linalg.det, (a,), np.linalg.det, rtol=1e-4),
+]

@@ -1,0 +1,140 @@
+"""``jax.scipy.linalg``: SciPy's linear-algebra signatures over `transpiler.lax.linalg`
+(Cholesky, triangular solves, LU) and `transpiler.numpy.linalg`; batched over leading
+dimensions like JAX's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from transpiler import numpy as jnp
+from transpiler.lax import linalg as la
+from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
+from transpiler.numpy import linalg as jla
+
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu",
+           "lu_factor", "lu_solve", "solve", "solve_triangular"]
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Any:
+    """The Cholesky factor: upper (``U^T @ U == a``) unless `lower`."""
+    return jla.cholesky(a, upper=not lower)
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Any, bool]:
+    """(the Cholesky factor, `lower`): the input of `cho_solve`."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
+    """`x` with ``a @ x == b`` from ``cho_factor(a)``; `b` a vector or ``(..., n, k)``."""
+    c, lower = c_and_lower
+    c, b = jnp.asarray(c), jnp.asarray(b)
+    vector = b.ndim == 1
+    rhs = b[:, None] if vector else b
+    lead = c.shape[:-2]
+    rhs = jnp.broadcast_to(rhs, (*lead, *rhs.shape[-2:])) if rhs.ndim < c.ndim else rhs
+    # a = L L^T: solve L y = b, then L^T x = y (with U = L^T when upper).
+    y = la.triangular_solve(c, rhs, left_side=True, lower=lower, transpose_a=not lower)
+    x = la.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+    return x[..., 0] if vector else x
+
+
+def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False,
+                     debug: Any = None, check_finite: bool = True) -> Any:
+    """`x` with ``op(a) @ x == b``: ``op`` is the identity for ``trans`` 0 / 'N', the
+    transpose for 1 / 'T' (and 2 / 'C', real matrices); `b` a vector or ``(..., n, k)``."""
+    if trans not in (0, 1, 2, "N", "T", "C"):
+        raise ValueError(f"solve_triangular: invalid trans={trans!r}")
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    vector = b.ndim == a.ndim - 1
+    rhs = b[..., None] if vector else b
+    x = la.triangular_solve(a, rhs.astype(a.dtype), left_side=True, lower=lower,
+                            transpose_a=trans in (1, 2, "T", "C"), unit_diagonal=unit_diagonal)
+    return x[..., 0] if vector else x
+
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
+       check_finite: bool = True) -> Any:
+    """(p, l, u) with ``a == p @ l @ u`` (or (p @ l, u) with `permute_l`)."""
+    a = jnp.asarray(a)
+    packed, _, perm = la.lu(a)
+    n = a.shape[-1]
+    eye = np.eye(n, dtype=a.dtype)
+    lower = jnp.tril(packed, -1) + eye
+    upper = jnp.triu(packed)
+    p = jnp.swapaxes(jnp.asarray(eye)[perm], -1, -2)  # a[perm] == l @ u: p = P^T
+    return (p @ lower, upper) if permute_l else (p, lower, upper)
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    """(the packed factors, LAPACK-style pivots): the input of `lu_solve`."""
+    packed, pivots, _ = la.lu(jnp.asarray(a))
+    return packed, pivots
+
+
+def _permutation_of_pivots(pivots: Any, n: int) -> Any:
+    """The row permutation that LAPACK-style `pivots` (row i swapped with pivots[i], in
+    order) apply."""
+    perm = np.arange(n)
+    pivots = np.asarray(pivots)
+    if pivots.ndim != 1:
+        raise NotImplementedError("lu_solve: batched pivots are not supported; "
+                                  "use jnp.linalg.solve")
+    for i, p in enumerate(pivots):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Any:
+    """`x` with ``a @ x == b`` (``a^T @ x == b`` for `trans` 1) from ``lu_factor(a)``. The
+    pivots are read as concrete values."""
+    packed, pivots = lu_and_piv
+    packed, b = jnp.asarray(packed), jnp.asarray(b)
+    n = packed.shape[-1]
+    perm = _permutation_of_pivots(pivots, n)
+    vector = b.ndim == 1
+    rhs = b[:, None] if vector else b
+    if trans == 0:
+        y = la.triangular_solve(packed, rhs[perm], left_side=True, lower=True,
+                                unit_diagonal=True)
+        x = la.triangular_solve(packed, y, left_side=True, lower=False)
+    else:  # a^T = U^T L^T P
+        y = la.triangular_solve(packed, rhs, left_side=True, lower=False, transpose_a=True)
+        z = la.triangular_solve(packed, y, left_side=True, lower=True, transpose_a=True,
+                                unit_diagonal=True)
+        x = z[np.argsort(perm)]
+    return x[:, 0] if vector else x
+
+
+def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str = "gen") -> Any:
+    """`x` with ``a @ x == b``; ``assume_a='pos'`` solves by Cholesky."""
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"solve: unknown assume_a={assume_a!r}")
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    return jla.solve(a, b)
+
+
+def block_diag(*arrs: Any) -> Any:
+    """The matrices (scalars and vectors as 1-row matrices) on the diagonal of one matrix."""
+    if not arrs:
+        return jnp.zeros((1, 0))
+    mats = [jnp.atleast_2d(jnp.asarray(x)) for x in arrs]
+    dtype = jnp.result_type(*mats)
+    rows = sum(m.shape[0] for m in mats)
+    cols = sum(m.shape[1] for m in mats)
+    out = jnp.zeros((rows, cols), dtype)
+    r = c = 0
+    for m in mats:
+        out = out.at[r:r + m.shape[0], c:c + m.shape[1]].set(m.astype(dtype))
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
