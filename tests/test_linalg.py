@@ -178,3 +178,17 @@ def test_bad_input_names_the_function_and_the_line():
         jnp.linalg.matrix_power(A, 1.5)
     with pytest.raises(ValueError, match="triangular_solve"):
         lax.linalg.triangular_solve(L, BR, left_side=True, lower=True)
+
+
+def test_chained_solves_of_twenty_or_more_steps_under_jit():
+    """Two substitution loops of 16+ steps in one program failed to compile ("operand
+    does not dominate this use") while loops were unrolled; they are not now."""
+    g = rng.normal(size=(40, 40)).astype(np.float32)
+    spd = g @ g.T / 40 + np.eye(40, dtype=np.float32)
+    rhs = rng.normal(size=(40, 3)).astype(np.float32)
+
+    def f(a, b):
+        return tsl.cho_solve(tsl.cho_factor(a, lower=True), b)
+
+    np.testing.assert_allclose(tp.jit(f)(spd, rhs), np.linalg.solve(spd, rhs), rtol=1e-3,
+                               atol=1e-4)

@@ -92,6 +92,17 @@ def _in_float32(impl: Any) -> Any:
     return run
 
 
+def _column_loop(n: int, body: Any, init: Any) -> Any:
+    """``fori_loop(0, n, body, init)``, never unrolled: its start is a traced value (an
+    optimization barrier). Unrolling probes the body first, and two chained substitution
+    loops of 16 or more steps then failed in IREE 3.13 with "operand does not dominate this
+    use" (not understood yet); each step is a matrix-vector product anyway, too large for
+    unrolling to pay."""
+    start = conv.optimization_barrier(conv.convert_element_type(np.asarray(0, np.int32),
+                                                                dtype=dtypes.int32))
+    return fori_loop(start, n, body, init)
+
+
 def _batch_rule(prim: Any) -> Any:
     """Batched operands get the batch axis first (unbatched ones broadcast along it): the
     primitive already maps over leading dimensions."""
@@ -143,7 +154,7 @@ def _cholesky_composite(a: Any) -> Any:
         return idx_p.dynamic_update_slice(factor, new, *zeros, 0, j)
 
     start = conv.convert_element_type(np.zeros(aval.shape, aval.dtype), dtype=aval.dtype)
-    factor = fori_loop(0, n, column, start)
+    factor = _column_loop(n, column, start)
     # LAPACK stops at the first non-positive pivot and JAX returns NaN for the whole matrix.
     failed = ew.isnan(factor)
     for axis in (len(lead) + 1, len(lead)):
@@ -240,7 +251,7 @@ def _solve_composite(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
 
     start = conv.optimization_barrier(conv.convert_element_type(np.zeros(cval.shape, cval.dtype),
                                                                 dtype=cval.dtype))
-    x = fori_loop(0, n, row, start)
+    x = _column_loop(n, row, start)
     return x if left_side else _swap_last(x)
 
 
@@ -405,7 +416,7 @@ def _lu(a: Any) -> tuple[Any, Any, Any, Any]:
                  dtype=dtypes.int32),
              conv.convert_element_type(np.zeros(lead, np.int32), dtype=dtypes.int32),
              conv.convert_element_type(np.zeros((*lead, n), np.int32), dtype=dtypes.int32))
-    return fori_loop(0, n, step, start)
+    return _column_loop(n, step, start)
 
 
 def _lu_once(a: Any) -> tuple[Any, Any, Any, Any]:
