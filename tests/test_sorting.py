@@ -181,30 +181,21 @@ def test_gradients_match_jax_ties_included():
     np.testing.assert_allclose(tp.jit(tp.grad(_loss))(x), want, rtol=1e-5)
 
 
-def test_derivatives_against_finite_differences():
+def test_derivatives_against_finite_differences(monkeypatch):
     """Second order too: forward over reverse through sort, in float64."""
-    with _x64():
-        x = rng.normal(size=12)
+    monkeypatch.setattr(tp.config, "enable_x64", True)
+    x = rng.normal(size=12)
 
-        def f(a):
-            return jnp.sum(jnp.sort(a) ** 3 * jnp.arange(12.0)) + jnp.median(a) ** 2
+    def f(a):
+        return jnp.sum(jnp.sort(a) ** 3 * jnp.arange(12.0)) + jnp.median(a) ** 2
 
-        eps = 1e-6
-        basis = np.eye(12)
-        numeric = np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in basis])
-        np.testing.assert_allclose(tp.grad(f)(x), numeric, rtol=1e-6, atol=1e-6)
-        g = tp.grad(f)
-        numeric_h = np.array([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in basis])
-        np.testing.assert_allclose(tp.hessian(f)(x), numeric_h, rtol=1e-5, atol=1e-5)
-
-
-class _x64:
-    def __enter__(self):
-        self.before = tp.config.enable_x64
-        tp.config.update("enable_x64", True)
-
-    def __exit__(self, *exc):
-        tp.config.update("enable_x64", self.before)
+    eps = 1e-6
+    basis = np.eye(12)
+    numeric = np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in basis])
+    np.testing.assert_allclose(tp.grad(f)(x), numeric, rtol=1e-6, atol=1e-6)
+    g = tp.grad(f)
+    numeric_h = np.array([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in basis])
+    np.testing.assert_allclose(tp.hessian(f)(x), numeric_h, rtol=1e-5, atol=1e-5)
 
 
 def test_batching_matches_a_loop():

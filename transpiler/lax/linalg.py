@@ -30,6 +30,8 @@ from transpiler import dtypes
 from transpiler.lax.loops import fori_loop
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing_functions import take_along_axis
+from transpiler.numpy.matrices import diagonal, tril
+from transpiler.numpy.reductions import any as any_
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import dot as dot_p
 from transpiler.primitives import elementwise as ew
@@ -156,18 +158,9 @@ def _cholesky_composite(a: Any) -> Any:
     start = conv.convert_element_type(np.zeros(aval.shape, aval.dtype), dtype=aval.dtype)
     factor = _column_loop(n, column, start)
     # LAPACK stops at the first non-positive pivot and JAX returns NaN for the whole matrix.
-    failed = ew.isnan(factor)
-    for axis in (len(lead) + 1, len(lead)):
-        failed = _any_along(failed, axis)
+    failed = any_(ew.isnan(factor), axis=(-2, -1), keepdims=True)
     nan = conv.convert_element_type(np.full((), np.nan, aval.dtype), dtype=aval.dtype)
     return conv.select(sp.broadcast_to(failed, shape=aval.shape), nan, factor)
-
-
-def _any_along(x: Any, axis: int) -> Any:
-    shape = list(abstractify(x).shape)
-    reduced = red.reduce_or(x, axes=(axis,))
-    shape[axis] = 1
-    return sp.reshape(reduced, new_sizes=tuple(shape))
 
 
 cholesky_p = define("cholesky", impl=_in_float32(_cholesky_impl),
@@ -296,16 +289,9 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     lower triangle holds; NaN where one is not positive definite."""
     x = asarray(x)
     if not symmetrize_input:
-        x = ew.add(_tril(x, 0), _swap_last(_tril(x, -1)))
+        x = ew.add(tril(x), _swap_last(tril(x, -1)))
     return cholesky_p(x)
 
-
-def _tril(x: Any, k: int) -> Any:
-    n, m = abstractify(x).shape[-2:]
-    keep = conv.convert_element_type(np.tri(n, m, k, dtype=bool), dtype=dtypes.bool_)
-    zero = conv.convert_element_type(np.zeros((), abstractify(x).dtype),
-                                     dtype=abstractify(x).dtype)
-    return conv.select(sp.broadcast_to(keep, shape=abstractify(x).shape), x, zero)
 
 
 def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = False,
@@ -443,28 +429,6 @@ def _take_last(x: Any, index: Any) -> Any:
                            shape=abstractify(x).shape)
 
 
-def _permute_rows(b: Any, perm: Any) -> Any:
-    """``b[..., perm, :]`` per batch member, as a product with the one-hot permutation
-    matrix (O(n^2 k), small next to the factorization; IREE 3.13 crashed compiling the
-    gather of one right-hand side followed by the substitution loop)."""
-    lead = abstractify(perm).shape[:-1]
-    n = abstractify(perm).shape[-1]
-    dtype = abstractify(b).dtype
-    picks = ew.equal(sp.reshape(perm, new_sizes=(*lead, n, 1)),
-                     _index_grid(n, len(lead) + 1, len(lead) + 2))
-    return _matmul(conv.convert_element_type(picks, dtype=dtype), b)
-
-
-def _diagonal(x: Any) -> Any:
-    n = abstractify(x).shape[-1]
-    eye = conv.convert_element_type(np.eye(n, dtype=bool), dtype=dtypes.bool_)
-    zero = conv.convert_element_type(np.zeros((), abstractify(x).dtype),
-                                     dtype=abstractify(x).dtype)
-    ndim = abstractify(x).ndim
-    return red.reduce_sum(conv.select(sp.broadcast_to(eye, shape=abstractify(x).shape), x, zero),
-                          axes=(ndim - 1,))
-
-
 # --- linear_solve, logabsdet, det_sign ------------------------------------------------------
 
 def _linear_solve_eval(a: ShapedArray, b: ShapedArray) -> ShapedArray:
@@ -510,13 +474,13 @@ def _det_eval(a: ShapedArray) -> ShapedArray:
 
 def _logabsdet_composite(a: Any) -> Any:
     packed = _lu_once(a)[0]
-    return red.reduce_sum(ew.log(ew.abs_(_diagonal(packed))),
+    return red.reduce_sum(ew.log(ew.abs_(diagonal(packed, axis1=-2, axis2=-1))),
                           axes=(abstractify(a).ndim - 2,))
 
 
 def _det_sign_composite(a: Any) -> Any:
     packed, _, swaps, _ = _lu_once(a)
-    signs = red.reduce_prod(ew.sign(_diagonal(packed)), axes=(abstractify(a).ndim - 2,))
+    signs = red.reduce_prod(ew.sign(diagonal(packed, axis1=-2, axis2=-1)), axes=(abstractify(a).ndim - 2,))
     odd = ew.equal(ew.remainder(swaps, np.int32(2)), np.int32(1))
     return conv.select(odd, ew.negative(signs), signs)
 
