@@ -192,3 +192,15 @@ def test_chained_solves_of_twenty_or_more_steps_under_jit():
 
     np.testing.assert_allclose(tp.jit(f)(spd, rhs), np.linalg.solve(spd, rhs), rtol=1e-3,
                                atol=1e-4)
+
+
+def test_gradients_of_device_arrays_and_our_arrays():
+    """jit's results (device arrays) and our arrays are differentiated like NumPy input:
+    jnp.asarray passes them through instead of converting them inside a `try`."""
+    def f(a):
+        return jnp.linalg.slogdet(a)[1] + jnp.sum(jnp.sort(a[0])) + jnp.median(a)
+
+    want = tp.grad(f)(SPD[0])
+    for value in (tp.jit(lambda a: a)(SPD[0]), jnp.asarray(SPD[0])):
+        np.testing.assert_allclose(tp.grad(f)(value), want, rtol=1e-6)
+        np.testing.assert_allclose(tp.jit(tp.grad(f))(value), want, rtol=1e-5, atol=1e-6)

@@ -33,7 +33,9 @@ def astype(x: Any, dtype: Any) -> Any:
 def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any = None) -> Any:
     """Convert lists, tuples, scalars and NumPy arrays to an array (no copy when possible)."""
     target = _canonical(dtype)
-    if isinstance(a, core.Tracer) or hasattr(a, "aval"):
+    if isinstance(a, core.Tracer) or hasattr(a, "aval") or hasattr(a, "block_until_ready"):
+        # our arrays, tracers and device arrays (jit's results) as they are: reverse mode
+        # reads this branch, while NumPy's conversion below sits in a `try`
         return a if target is None or a.dtype == target else astype(a, target)
     if isinstance(a, (list, tuple)) and any(_is_array(e) or isinstance(e, (list, tuple))
                                              for e in a):
