@@ -203,3 +203,24 @@ def test_second_process_reuses_generated_code(tmp_path):
                            text=True)
     assert third.returncode == 0, third.stderr
     assert int(third.stdout.split()[0]) > 0 and third.stdout.split()[1] != first
+
+
+def _unpacking_loss(p):
+    a, (b, c) = p[0], p[1:]
+    return a * b + jnp.sin(c) * a
+
+
+def test_unpacking_an_array_gives_an_array_cotangent():
+    """``a, b = params`` on an array: its cotangent is the parts stacked (it was a tuple,
+    which broke every later use of the gradient)."""
+    p = np.array([1.5, 2.0, 0.5], np.float32)
+    a, b, c = (float(v) for v in p)
+    want = np.array([b + np.sin(c), a, np.cos(c) * a], np.float32)
+    for grad in (tp.grad(_unpacking_loss), tp.jit(tp.grad(_unpacking_loss))):
+        got = grad(p)
+        assert np.shape(got) == (3,)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    hessian = np.array([[0, 1, np.cos(c)], [1, 0, 0], [np.cos(c), 0, -np.sin(c) * a]])
+    np.testing.assert_allclose(tp.hessian(_unpacking_loss)(p), hessian, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tp.jacrev(tp.grad(_unpacking_loss))(p), hessian, rtol=1e-5,
+                               atol=1e-6)

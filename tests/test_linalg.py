@@ -1,4 +1,4 @@
-"""Linear algebra (transpiler/lax/linalg.py, numpy/linalg.py, scipy/linalg.py): values
+"""Linear algebra (transpiler/lax/linalg/, numpy/linalg.py, scipy/linalg.py): values
 against JAX 0.10.2 and NumPy, eagerly and under jit, single matrices and batches;
 gradients against JAX; batching against a loop; singular matrices give JAX's inf/NaN;
 bad shapes are errors at the user's line."""
@@ -25,6 +25,10 @@ L = np.linalg.cholesky(SPD)
 b = rng.normal(size=5).astype(np.float32)
 B = rng.normal(size=(2, 5, 3)).astype(np.float32)
 BR = rng.normal(size=(2, 3, 5)).astype(np.float32)
+SYM = (A + np.swapaxes(A, -1, -2)) / 2
+TALL = rng.normal(size=(2, 6, 4)).astype(np.float32)
+RANK2 = TALL[..., :2] @ TALL[..., :2, :]  # 2 x (6 x 4) of rank 2
+B6 = rng.normal(size=(6, 3)).astype(np.float32)
 
 
 def _same(got, want, name, rtol=2e-4):
@@ -48,6 +52,26 @@ NUMPY_LINALG = [
     ("matrix_power 3", lambda m, a: m.linalg.matrix_power(a, 3), A),
     ("matrix_power -2", lambda m, a: m.linalg.matrix_power(a, -2), A),
     ("matrix_power 0", lambda m, a: m.linalg.matrix_power(a, 0), A),
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), SYM),
+    ("eigvalsh upper", lambda m, a: m.linalg.eigvalsh(a, UPLO="U", symmetrize_input=False), A),
+    ("svdvals", lambda m, a: m.linalg.svd(a, compute_uv=False), TALL),
+    ("svdvals wide", lambda m, a: m.linalg.svd(np.swapaxes(a, -1, -2), compute_uv=False), TALL),
+    ("svdvals rank 2", lambda m, a: m.linalg.svd(a, compute_uv=False), RANK2),
+    ("qr", lambda m, a: tuple(m.linalg.qr(a)), TALL),
+    ("qr complete", lambda m, a: tuple(m.linalg.qr(a, mode="complete")), TALL),
+    ("qr r wide", lambda m, a: m.linalg.qr(np.swapaxes(a, -1, -2), mode="r"), TALL),
+    ("pinv", lambda m, a: m.linalg.pinv(a), TALL),
+    ("pinv rank 2", lambda m, a: m.linalg.pinv(a), RANK2),
+    ("matrix_rank", lambda m, a: m.linalg.matrix_rank(a), RANK2),
+    ("matrix_rank vector", lambda m, a: m.linalg.matrix_rank(a[0, 0]), TALL),
+    ("cond", lambda m, a: m.linalg.cond(a), A),
+    ("cond -2", lambda m, a: m.linalg.cond(a, -2), TALL),
+    ("cond inf", lambda m, a: m.linalg.cond(a, np.inf), A),
+    ("norm 2", lambda m, a: m.linalg.norm(a, 2, axis=(-2, -1)), A),
+    ("norm -2", lambda m, a: m.linalg.norm(a[0], -2), TALL),
+    ("norm nuc keepdims", lambda m, a: m.linalg.norm(a, "nuc", axis=(2, 1), keepdims=True), TALL),
+    ("lstsq", lambda m, a: tuple(m.linalg.lstsq(a[0], B6)), TALL),
+    ("lstsq vector rank 2", lambda m, a: tuple(m.linalg.lstsq(a[0], B6[:, 0])), RANK2),
 ]
 
 
@@ -72,6 +96,11 @@ SCIPY_LINALG = [
     ("lu_solve trans", lambda s, a: s.lu_solve(s.lu_factor(a[0]), B[0], trans=1), A),
     ("solve pos", lambda s, a: s.solve(a[0], b, assume_a="pos"), SPD),
     ("block_diag", lambda s, a: s.block_diag(a[0], a[1][:2, :3], 7.0), A),
+    ("eigh eigvals_only upper", lambda s, a: s.eigh(a[0], lower=False, eigvals_only=True), A),
+    ("svd s", lambda s, a: s.svd(a[0], compute_uv=False), A),
+    ("qr economic", lambda s, a: s.qr(TALL[0], mode="economic"), A),
+    ("qr full", lambda s, a: s.qr(TALL[0]), A),
+    ("qr r", lambda s, a: s.qr(TALL[0], mode="r"), A),
 ]
 
 
@@ -204,3 +233,174 @@ def test_gradients_of_device_arrays_and_our_arrays():
     for value in (tp.jit(lambda a: a)(SPD[0]), jnp.asarray(SPD[0])):
         np.testing.assert_allclose(tp.grad(f)(value), want, rtol=1e-6)
         np.testing.assert_allclose(tp.jit(tp.grad(f))(value), want, rtol=1e-5, atol=1e-6)
+
+
+# --- eigh, svd, qr: vectors up to sign, derivatives, batching, degenerate input -------------
+
+def _unsigned(vectors, reference):
+    """`vectors` with each column's sign matched to `reference`'s (both orthonormal)."""
+    signs = np.sign(np.sum(np.asarray(vectors) * np.asarray(reference), axis=-2, keepdims=True))
+    return np.asarray(vectors) * signs
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+def test_eigh_and_svd_vectors_match_jax_up_to_sign(compiled):
+    run = tp.jit if compiled else (lambda f: f)
+    w, v = run(jnp.linalg.eigh)(SYM)
+    jw, jv = jjnp.linalg.eigh(SYM)
+    _same(w, jw, "eigenvalues")
+    _same(_unsigned(v, jv), jv, "eigenvectors", rtol=1e-3)
+    _same(v @ (np.asarray(w)[..., :, None] * np.swapaxes(v, -1, -2)), SYM, "V diag(w) V^T")
+    for shape in [(2, 6, 4), (2, 4, 6), (3, 3), (5, 7, 5)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        for full in (False, True):
+            u, s, vh = run(lambda m, full=full: jnp.linalg.svd(m, full_matrices=full))(x)
+            ju, js, jvh = jjnp.linalg.svd(x, full_matrices=full)
+            label = f"svd {shape} full_matrices={full}"
+            _same(s, js, label + " s")
+            assert np.shape(u) == np.shape(ju) and np.shape(vh) == np.shape(jvh), label
+            k = min(shape[-2:])
+            _same(_unsigned(np.asarray(u)[..., :k], np.asarray(ju)[..., :k]),
+                  np.asarray(ju)[..., :k], label + " U", rtol=1e-3)
+            for q in (np.asarray(u), np.swapaxes(np.asarray(vh), -1, -2)):
+                eye = np.broadcast_to(np.eye(q.shape[-1], dtype=np.float32),
+                                      q.shape[:-2] + (q.shape[-1],) * 2)
+                _same(np.swapaxes(q, -1, -2) @ q, eye, label + " orthonormal", rtol=1e-5)
+            _same(np.asarray(u)[..., :k] * np.asarray(s)[..., None, :] @ np.asarray(vh)[..., :k, :],
+                  x, label + " U S Vh", rtol=1e-5)
+
+
+def _spectral_losses(m):
+    def eigvals(a):
+        return m.sum(m.sin(m.linalg.eigvalsh(a)))
+
+    def eigvecs(a):
+        w, v = m.linalg.eigh(a)
+        return m.sum(v[:, 1] ** 2 * C5) + m.sum(v[:, 3] ** 2 * w)
+
+    def svals(a):
+        return m.sum(m.linalg.svd(a, compute_uv=False) ** 1.5)
+
+    def svd(a):
+        u, s, vh = m.linalg.svd(a, full_matrices=False)
+        return m.sum(u[:, 0] ** 2 * s[1]) + m.sum(vh[1] ** 2 * C4)
+
+    def svd_wide(a):
+        u, s, vh = m.linalg.svd(a.T, full_matrices=False)
+        return m.sum(u[:, 1] ** 2) * s[0] + m.sum(vh[0] ** 2 * C6)
+
+    def qr(a):
+        q, r = m.linalg.qr(a)
+        return m.sum(m.sin(q)) + m.sum(m.cos(r))
+
+    def pinv(a):
+        return m.sum(m.sin(m.linalg.pinv(a)))
+
+    def norms(a):
+        return m.linalg.norm(a, "nuc") + m.linalg.norm(a, 2) + m.linalg.cond(a)
+
+    def lstsq(a):
+        return m.sum(m.linalg.lstsq(a, B6[:, 0] + 1.0)[0] ** 2)
+
+    return dict(eigvals=(eigvals, SYM[0]), eigvecs=(eigvecs, SYM[0]), svals=(svals, TALL[0]),
+                svd=(svd, TALL[0]), svd_wide=(svd_wide, TALL[0]), qr=(qr, TALL[0]),
+                qr_square=(qr, A[0]), pinv=(pinv, TALL[0]), norms=(norms, TALL[0]),
+                lstsq=(lstsq, TALL[0]))
+
+
+C4, C5, C6 = (rng.normal(size=n).astype(np.float32) for n in (4, 5, 6))
+OURS, THEIRS = _spectral_losses(jnp), _spectral_losses(jjnp)
+
+
+@pytest.mark.parametrize("name", sorted(OURS))
+def test_spectral_gradients_match_jax(name):
+    (f, x), (jf, _) = OURS[name], THEIRS[name]
+    want = jax.grad(jf)(x)
+    _same(tp.grad(f)(x), want, name + " grad", rtol=2e-4)
+    _same(tp.jit(tp.grad(f))(x), want, name + " jit(grad)", rtol=2e-4)
+    t = rng.normal(size=x.shape).astype(np.float32)
+    _same(tp.jvp(f, (x,), (t,))[1], jax.jvp(jf, (x,), (t,))[1], name + " jvp", rtol=2e-4)
+
+
+def test_spectral_second_derivatives_against_finite_differences(monkeypatch):
+    monkeypatch.setattr(tp.config, "enable_x64", True)
+    x0 = rng.normal(size=(4, 3))
+
+    def f(v):
+        m = jnp.reshape(v, (4, 3))
+        # (jnp.linalg's results are NamedTuples: structures at any order, not opaque calls)
+        u, s, vh = jnp.linalg.svd(m, full_matrices=False)
+        q, r = jnp.linalg.qr(m)
+        w = jnp.linalg.eigvalsh(m.T @ m + jnp.eye(3))
+        sign, logdet = jnp.linalg.slogdet(m.T @ m)
+        return (jnp.sum(s ** 3) + jnp.sum(u[0] ** 2 * s) + jnp.sum(jnp.sin(r)) + jnp.sum(w ** 2)
+                + logdet + jnp.sum(lax.linalg.svd(m, full_matrices=False)[2] ** 4))
+
+    x = x0.ravel()
+    eps = 1e-6
+    grad = tp.grad(f)
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(12)])
+    np.testing.assert_allclose(tp.hessian(f)(x), numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_repeated_eigenvalues_and_zero_singular_values_differentiate_like_jax():
+    """Only the vectors' derivatives divide by eigenvalue gaps: values stay finite."""
+    eye = np.eye(4, dtype=np.float32)
+    _same(tp.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(a) ** 2))(eye),
+          jax.grad(lambda a: jjnp.sum(jjnp.linalg.eigvalsh(a) ** 2))(eye), "eigvalsh at I")
+    rank2 = RANK2[0]
+    ours = tp.grad(lambda a: jnp.linalg.norm(a, "nuc"))(rank2)
+    theirs = jax.grad(lambda a: jjnp.linalg.norm(a, "nuc"))(rank2)
+    assert np.isfinite(np.asarray(ours)).all()
+    # The nuclear norm's gradient at a rank-deficient matrix is a subgradient (LAPACK's
+    # vectors for the zero singular values are arbitrary): both agree on the range.
+    u = np.linalg.svd(rank2)[0][:, :2]
+    _same(u.T @ np.asarray(ours), u.T @ np.asarray(theirs), "nuc on the range", rtol=1e-4)
+
+
+def test_spectral_batching_matches_a_loop():
+    fns = [jnp.linalg.eigvalsh, lambda m: jnp.linalg.eigh(m)[1] ** 2,
+           lambda m: jnp.linalg.svd(m[:, :4], compute_uv=False),
+           lambda m: jnp.abs(jnp.linalg.svd(m, full_matrices=False)[0]),
+           lambda m: jnp.linalg.qr(m)[1], jnp.linalg.pinv,
+           lambda m: tp.grad(lambda x: jnp.sum(jnp.linalg.eigvalsh(x) ** 3))(m)]
+    for fn in fns:
+        want = np.stack([np.asarray(fn(m)) for m in SYM])
+        np.testing.assert_allclose(tp.vmap(fn)(SYM), want, rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(tp.jit(tp.vmap(fn))(SYM), want, rtol=2e-4, atol=2e-4)
+
+
+def test_larger_odd_matrices_and_half_precision_under_jit():
+    g = rng.normal(size=(33, 33)).astype(np.float32)
+    sym = (g + g.T) / 2
+    w, v = tp.jit(jnp.linalg.eigh)(sym)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(sym.astype(np.float64)), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(v).T @ np.asarray(v), np.eye(33), atol=1e-5)
+    s = tp.jit(jnp.linalg.svdvals)(g[:, :20])
+    np.testing.assert_allclose(s, np.linalg.svd(g[:, :20].astype(np.float64), compute_uv=False),
+                               rtol=1e-4, atol=1e-4)
+    half = sym[:6, :6].astype(np.float16)
+    for got in (jnp.linalg.eigvalsh(half), tp.jit(jnp.linalg.eigvalsh)(half)):
+        assert np.asarray(got).dtype == np.float16
+        np.testing.assert_allclose(np.asarray(got, np.float32),
+                                   np.linalg.eigvalsh(half.astype(np.float32)), atol=2e-2)
+
+
+def test_spectral_bad_input_gets_clear_errors():
+    with pytest.raises(ValueError, match="eigh: expected a square matrix") as err:
+        jnp.linalg.eigh(np.ones((3, 4), np.float32))
+    assert "test_linalg.py" in str(err.value)
+    with pytest.raises(NotImplementedError, match="mode='raw'"):
+        jnp.linalg.qr(A[0], mode="raw")
+    with pytest.raises(ValueError, match="unsupported mode"):
+        jnp.linalg.qr(A[0], mode="full")
+    with pytest.raises(ValueError, match="UPLO"):
+        jnp.linalg.eigh(A[0], UPLO="X")
+    with pytest.raises(NotImplementedError, match="derivative of Q"):
+        tp.grad(lambda a: jnp.sum(jnp.linalg.qr(a)[0]))(np.swapaxes(TALL[0], -1, -2))
+    with pytest.raises(TypeError, match="numpy_resid=True"):
+        tp.jit(lambda a: jnp.linalg.lstsq(a, B6, numpy_resid=True)[1])(TALL[0])
+    np.testing.assert_allclose(jnp.linalg.svd(np.arange(6).reshape(3, 2), compute_uv=False),
+                               np.linalg.svd(np.arange(6.0).reshape(3, 2), compute_uv=False),
+                               rtol=1e-5)

@@ -1,10 +1,10 @@
 """Linear algebra under jit against NumPy (LAPACK) and jax.jit (LAPACK): Cholesky with a
-solve, a general solve, a log-determinant, and the gradient of a GP negative
-log-likelihood.
+solve, a general solve, a log-determinant, eigenvalues, singular values, QR, and the
+gradient of a GP negative log-likelihood.
 
 Run directly (``python tests/bench/linalg.py``) or as part of ``run.py``. IREE has no
 LAPACK: our compiled factorizations are `fori_loop`s over columns (one matrix-vector
-product and a few elementwise steps per column, transpiler/lax/linalg.py), so an n x n
+product and a few elementwise steps per column, transpiler/lax/linalg/), so an n x n
 factorization is n loop iterations where LAPACK runs blocked, cache-tiled kernels. Rows
 are checked against NumPy before timing.
 """
@@ -56,6 +56,17 @@ def main() -> None:
         bench(f"slogdet {n}x{n}", lambda m: np.linalg.slogdet(m)[1], (a,),
               lambda m: tnp.linalg.slogdet(m)[1],
               (lambda m: jjnp.linalg.slogdet(m)[1]) if jax else None)
+    for n in (32, 128):
+        g = rng.standard_normal((n, n)).astype(np.float32)
+        sym = (g + g.T) / 2
+        bench(f"eigvalsh {n}x{n} (Jacobi)", np.linalg.eigvalsh, (sym,), tnp.linalg.eigvalsh,
+              jjnp.linalg.eigvalsh if jax else None)
+        bench(f"svdvals {n}x{n} (one-sided Jacobi)",
+              lambda m: np.linalg.svd(m, compute_uv=False), (g,), tnp.linalg.svdvals,
+              jjnp.linalg.svdvals if jax else None)
+        bench(f"qr {n}x{n} R (Householder)", lambda m: np.abs(np.linalg.qr(m)[1]), (g,),
+              lambda m: tnp.abs(tnp.linalg.qr(m)[1]),
+              (lambda m: jjnp.abs(jjnp.linalg.qr(m)[1])) if jax else None)
     n = 500
     x = np.sort(rng.uniform(0, 10, n)).astype(np.float32)
     y = (np.sin(x) + 0.3 * rng.standard_normal(n)).astype(np.float32)

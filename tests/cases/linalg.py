@@ -1,4 +1,4 @@
-"""Cases for the linear-algebra primitives (transpiler/lax/linalg.py) through
+"""Cases for the linear-algebra primitives (transpiler/lax/linalg/) through
 `transpiler.numpy.linalg` and `lax.linalg`: single matrices and batches, against NumPy."""
 
 import numpy as np
@@ -42,4 +42,29 @@ CASES = [
     Case("det_sign", lambda m: jnp.linalg.slogdet(m)[0], (g,),
          lambda m: np.linalg.slogdet(m)[0]),
     Case("logabsdet", jnp.linalg.det, (a,), np.linalg.det, rtol=1e-4),
+]
+
+tall = floats(2, 6, 4, seed=6)
+sym = batch + np.swapaxes(batch, -1, -2)
+
+
+def _signed(vectors):
+    """Each column with its entry of largest magnitude positive (the primitives' signs)."""
+    at = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
+    return vectors * np.where(np.take_along_axis(vectors, at, axis=-2) < 0, -1, 1)
+
+
+CASES += [
+    Case("eigh_vectors", lambda m: lax.linalg.eigh(m)[0], (sym,),
+         lambda m: _signed(np.linalg.eigh(m)[1]), rtol=1e-4, atol=1e-4),
+    Case("eigh_values", jnp.linalg.eigvalsh, (sym,), np.linalg.eigvalsh, rtol=1e-4, atol=1e-4),
+    Case("svd_vectors", lambda m: jnp.swapaxes(jnp.linalg.svd(m, full_matrices=False)[2], -1, -2),
+         (tall,),
+         lambda m: _signed(np.swapaxes(np.linalg.svd(m)[2], -1, -2)), rtol=1e-4, atol=1e-4),
+    Case("singular_values", jnp.linalg.svdvals, (tall,),
+         lambda m: np.linalg.svd(m, compute_uv=False), rtol=1e-4, atol=1e-4),
+    Case("householder_q", lambda m: jnp.linalg.qr(m)[0], (tall,), lambda m: np.linalg.qr(m)[0],
+         rtol=1e-4, atol=1e-4),
+    Case("householder_q", lambda m: jnp.linalg.qr(m, mode="complete")[0], (a,),
+         lambda m: np.linalg.qr(m, mode="complete")[0], rtol=1e-4, atol=1e-4),
 ]

@@ -1,11 +1,11 @@
 """``transpiler.numpy.linalg``: norms, and the factorizations and solvers of
 `transpiler.lax.linalg` with NumPy's signatures (cholesky, solve, inv, det, slogdet,
-matrix_power). Every function maps over leading batch dimensions.
+matrix_power, eigh, eigvalsh, svd, svdvals, qr, pinv, lstsq, matrix_rank, cond). Every
+function but `lstsq` (2-d, as in JAX) maps over leading batch dimensions.
 
 ``norm`` follows NumPy: vector norms for ``ord`` in ``None/2, 1, inf, -inf, 0`` or any
-number p; matrix norms for ``None/'fro', 1, -1, inf, -inf``. Integer and boolean inputs
-give the default float, like JAX. Norms needing an SVD (``'nuc'``, ``2``, ``-2`` on
-matrices) raise NotImplementedError.
+number p; matrix norms for ``None/'fro', 1, -1, inf, -inf, 2, -2, 'nuc'`` (the last three
+from the singular values). Integer and boolean inputs give the default float, like JAX.
 """
 
 from __future__ import annotations
@@ -17,16 +17,20 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.numpy.creation import asarray, astype, identity
-from transpiler.numpy.math import abs, conj, exp, multiply, not_equal, power, real, sqrt
+from transpiler.numpy.math import (abs, conj, exp, isnan, multiply, not_equal, power, real, sqrt,
+                                   where)
+from transpiler.numpy.reductions import any as any_
 from transpiler.numpy.reductions import max, min, sum
-from transpiler.numpy.shape import broadcast_to, reshape, swapaxes
+from transpiler.numpy.shape import broadcast_to, expand_dims, moveaxis, reshape, swapaxes
+from transpiler.primitives import core
 from transpiler.primitives.core import abstractify, normalize_axes, normalize_axis, shape_error
 from transpiler.primitives.core import broadcast_shapes as core_broadcast
 from transpiler.numpy.products import matmul, outer, tensordot, trace
 from transpiler.lax import linalg as la
 
-__all__ = ["cholesky", "det", "inv", "matmul", "matrix_norm", "matrix_power", "norm",
-           "outer", "slogdet", "solve", "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "norm", "outer", "pinv", "qr",
+           "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
 
 
 def _as_inexact(x: Any, op: str) -> Any:
@@ -67,8 +71,9 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
     if ord is None or ord == "fro":
         return sqrt(sum(_abs_squared(x), axis=(row, col), keepdims=True))
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"norm: ord={ord!r} needs singular values (an SVD), which "
-                                  "is not implemented yet")
+        s = la.svd(moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+        value = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
+        return expand_dims(value, tuple(sorted((row, col))))
     if ord in (1, -1):  # max/min over columns of the column sums
         column_sums = sum(abs(x), axis=row, keepdims=True)
         return (max if ord == 1 else min)(column_sums, axis=col, keepdims=True)
@@ -226,3 +231,164 @@ def matrix_power(a: Any, n: int) -> Any:
         if n:
             square = matmul(square, square)
     return result
+
+
+# --- eigenvalues, singular values, QR -------------------------------------------------------
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+def _uplo_lower(UPLO: Any, op: str) -> bool:
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return UPLO != "U"
+
+
+def eigh(a: Any, UPLO: Any = None, symmetrize_input: bool = True) -> EighResult:
+    """``jnp.linalg.eigh``: (ascending eigenvalues, eigenvectors as columns) of each
+    symmetric matrix; with ``symmetrize_input=False`` only the `UPLO` triangle is read."""
+    a = _square(a, "eigh")
+    v, w = la.eigh(a, lower=_uplo_lower(UPLO, "eigh"), symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a: Any, UPLO: Any = "L", *, symmetrize_input: bool = True) -> Any:
+    """``jnp.linalg.eigvalsh``: the ascending eigenvalues of each symmetric matrix."""
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index: Any = None) -> Any:
+    """``jnp.linalg.svd``: ``(U, S, Vh)`` with ``a == U @ diag(S) @ Vh`` for each matrix
+    (singular values descending), or only ``S`` without `compute_uv`. `hermitian` is
+    accepted and ignored (the general algorithm gives the same answer)."""
+    a = _as_inexact(asarray(a), "svd")
+    out = la.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                 subset_by_index=subset_by_index)
+    return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x: Any, /) -> Any:
+    """``jnp.linalg.svdvals``: the descending singular values of each matrix."""
+    return svd(x, compute_uv=False)
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """``jnp.linalg.qr``: ``(Q, R)`` for `mode` ``'reduced'`` (``Q`` of ``(m, min(m, n))``)
+    or ``'complete'`` (``(m, m)``), or only ``R`` for ``'r'``."""
+    if mode not in ("reduced", "complete", "r"):
+        if mode == "raw":
+            raise NotImplementedError("qr: mode='raw' (LAPACK's Householder vectors) is not "
+                                      "supported; use 'reduced', 'complete' or 'r'")
+        raise ValueError(f"qr: unsupported mode {mode!r}; expected 'reduced', 'complete' or "
+                         f"'r'")
+    q, r = la.qr(_as_inexact(asarray(a), "qr"), full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def _eps(x: Any) -> float:
+    return builtins.float(np.finfo(abstractify(x).dtype).eps)
+
+
+def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None) -> Any:
+    """``jnp.linalg.pinv``: the Moore-Penrose pseudo-inverse of each matrix, from its SVD;
+    singular values at most ``rtol`` times the largest count as zero (default
+    ``10 max(m, n) eps``)."""
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified")
+        rtol = rcond
+    a = _as_inexact(asarray(a), "pinv")
+    m, n = abstractify(a).shape[-2:]
+    if rtol is None:
+        rtol = 10.0 * builtins.max(m, n) * _eps(a)
+    u, s, vh = la.svd(a, full_matrices=False)
+    cutoff = multiply(expand_dims(asarray(rtol, dtype=abstractify(s).dtype), -1),
+                      s[..., 0:1])
+    keep = s > cutoff
+    inverse = where(keep, 1 / where(keep, s, 1), 0)
+    return matmul(swapaxes(vh, -1, -2) * expand_dims(inverse, -2), swapaxes(u, -1, -2))
+
+
+def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
+    """``jnp.linalg.matrix_rank``: the number of singular values above ``rtol`` (default
+    ``max(s) max(m, n) eps``) of each matrix; for a vector, 1 unless it is all zeros."""
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified")
+        rtol = tol
+    M = _as_inexact(asarray(M), "matrix_rank")
+    if abstractify(M).ndim < 2:
+        return astype(any_(not_equal(M, 0)), dtypes.int32)
+    s = svd(M, full_matrices=False, compute_uv=False)
+    if rtol is None:
+        rtol = max(s, axis=-1) * (builtins.max(abstractify(M).shape[-2:]) * _eps(s))
+    return sum(s > expand_dims(asarray(rtol), -1), axis=-1)
+
+
+def cond(x: Any, p: Any = None) -> Any:
+    """``jnp.linalg.cond``: the condition number of each matrix in the norm `p` (the ratio
+    of its extreme singular values for None, 2 and -2; inf where it is singular)."""
+    x = _as_inexact(asarray(x), "cond")
+    shape = abstractify(x).shape
+    if len(shape) < 2:
+        raise shape_error(f"cond: input array must be at least 2D; got shape {list(shape)}")
+    if p is None or p == 2 or p == -2:
+        s = svd(x, compute_uv=False)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    if shape[-1] != shape[-2]:
+        raise shape_error(f"cond: for p={p!r} the matrix must be square; got shape "
+                          f"{list(shape)}")
+    r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    return where(isnan(r) & ~any_(isnan(x), axis=(-2, -1)), np.inf, r)
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tuple:
+    """``jnp.linalg.lstsq``: (`x` minimizing ``|a x - b|``, squared residuals per column,
+    rank, singular values) for a 2-d `a` and a 1-d or 2-d `b`, through the SVD with
+    singular values below ``rcond * max(s)`` dropped (default ``eps max(m, n)``)."""
+    a = _as_inexact(asarray(a), "lstsq")
+    b = asarray(b)
+    dtype = dtypes.promote((abstractify(a).dtype, False), (abstractify(b).dtype,
+                                                          abstractify(b).weak_type))[0]
+    a, b = astype(a, dtype), astype(b, dtype)
+    a_shape, b_shape = abstractify(a).shape, abstractify(b).shape
+    if len(a_shape) != 2:
+        raise TypeError(f"lstsq: {len(a_shape)}-dimensional array given; a must be 2-d")
+    if len(b_shape) not in (1, 2):
+        raise TypeError(f"lstsq: {len(b_shape)}-dimensional array given; b must be 1-d or 2-d")
+    if a_shape[0] != b_shape[0]:
+        raise shape_error(f"lstsq: a of shape {list(a_shape)} and b of shape {list(b_shape)} "
+                          "need the same number of rows")
+    vector = len(b_shape) == 1
+    if vector:
+        b = reshape(b, (b_shape[0], 1))
+    m, n = a_shape
+    if rcond is None:
+        rcond = _eps(a) * builtins.max(m, n)
+    u, s, vh = la.svd(a, full_matrices=False)
+    keep = (s > 0) & (s >= asarray(rcond, dtype=dtype) * s[0])
+    rank = sum(keep)
+    inverse = where(keep, 1 / where(keep, s, 1), 0)
+    x = matmul(swapaxes(vh, -1, -2), expand_dims(inverse, -1) * matmul(swapaxes(u, -1, -2), b))
+    resid = sum((b - matmul(a, x)) ** 2, axis=0)
+    if numpy_resid:
+        if core.trace_stack:
+            raise TypeError("lstsq: numpy_resid=True needs the rank as a Python value, which "
+                            "is not known under jit; call it outside jit")
+        if builtins.int(np.asarray(rank)) < n or m <= n:
+            resid = asarray(np.zeros(0, dtype))
+    return (reshape(x, (n,)) if vector else x), resid, rank, s

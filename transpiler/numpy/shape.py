@@ -15,11 +15,12 @@ import numpy as np
 from transpiler.numpy.creation import asarray
 from transpiler.primitives import core
 from transpiler.primitives import shape as sp
-from transpiler.primitives.core import (abstractify, broadcast_shapes, normalize_axes,
-                                        normalize_axis, shape_error)
+from transpiler.primitives.core import (abstractify, normalize_axes, normalize_axis,
+                                        shape_error)
+from transpiler.primitives.core import broadcast_shapes as broadcast_shapes_of
 
 __all__ = [
-    "reshape", "broadcast_to", "transpose", "ravel", "expand_dims", "squeeze", "atleast_1d",
+    "reshape", "broadcast_to", "broadcast_shapes", "transpose", "ravel", "expand_dims", "squeeze", "atleast_1d",
     "atleast_2d", "atleast_3d", "broadcast_arrays", "moveaxis", "swapaxes", "flip", "fliplr",
     "flipud", "roll", "rot90",
 ]
@@ -153,13 +154,20 @@ def atleast_3d(*arys: Any) -> Any:
 
 
 def broadcast_arrays(*args: Any) -> list:
-    shape = broadcast_shapes("broadcast_arrays",
+    shape = broadcast_shapes_of("broadcast_arrays",
                              *[abstractify(a, i, "broadcast_arrays").shape
                                for i, a in enumerate(args)])
     return [sp.broadcast_to(a, shape=shape) for a in args]
 
 
 # --- reordering axes and elements --------------------------------------------------------
+
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    """The shape that arrays of `shapes` broadcast to (NumPy's rule)."""
+    return broadcast_shapes_of("broadcast_shapes", *(
+        (builtins.int(s),) if isinstance(s, (builtins.int, np.integer)) else
+        tuple(builtins.int(d) for d in s) for s in shapes))
+
 
 def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     aval = abstractify(a, 0, "moveaxis")
@@ -171,6 +179,10 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     order = [d for d in range(aval.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
+    if order == list(range(aval.ndim)):
+        # No move: the operand itself, as JAX gives. (A copy under jit also made two equal
+        # Jacobi loops of `norm(a, 2) + cond(a)`, which IREE 3.13 merged wrongly.)
+        return asarray(a)
     return sp.transpose(a, permutation=tuple(order))
 
 

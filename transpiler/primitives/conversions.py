@@ -64,6 +64,11 @@ def _select_eval(pred: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArr
 
 
 def _select_impl(pred: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype and not dtypes.is_float(x.dtype) and dtypes.is_float(y.dtype):
+        x = x.astype(y.dtype)  # a weak Python number against bfloat16, which NumPy cannot
+    elif x.dtype != y.dtype and not dtypes.is_float(y.dtype) and dtypes.is_float(x.dtype):
+        y = y.astype(x.dtype)  # promote with integers
     return np.where(pred, x, y)
 
 

@@ -172,6 +172,14 @@ def _index_bounds(ctx: LoweringContext, idx: ShapedArray, sizes: Sequence[int],
     return ctx.broadcast(bounds, ShapedArray((len(sizes),), idx.dtype), idx.shape)
 
 
+def _computed(value: Any) -> bool:
+    """Whether the MLIR `value` is computed (not a block argument or a constant)."""
+    owner = getattr(value, "owner", None)
+    name = getattr(getattr(owner, "operation", owner), "name", None)
+    return isinstance(name, str) and name not in ("stablehlo.constant",
+                                                  "stablehlo.optimization_barrier")
+
+
 def _gather_lower(ctx: LoweringContext, operand: Any, indices: Any) -> Any:
     aval, idx = ctx.avals_in
     out = ctx.aval_out
@@ -181,6 +189,12 @@ def _gather_lower(ctx: LoweringContext, operand: Any, indices: Any) -> Any:
     # StableHLO clamps gather indices, but IREE's CPU backend reads out of bounds: clamp here.
     indices = ctx.op("stablehlo.clamp", [ctx.constant(0, idx.dtype, idx.shape), indices,
                                          _index_bounds(ctx, idx, aval.shape[:k], -1)], idx)
+    if _computed(operand):
+        # IREE 3.13 fails to compile a gather whose operand is computed from a slice of a
+        # larger array (``take_along_axis(x[..., 0] * 2, i)``: "LLVM Translation failed for
+        # operation: builtin.unrealized_conversion_cast"); a barrier keeps the producers
+        # out of the gather's dispatch.
+        operand = ctx.op("stablehlo.optimization_barrier", [operand], operand.type)
     fields = []
     offset_dims = list(range(batch, batch + aval.ndim - k))
     if offset_dims:

@@ -150,6 +150,11 @@ def _native(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[n
     not (IREE: quadratic in the axis length; ``is_stable`` is not kept: ties come out in any
     order, so a stable result compares the index last)."""
     num_keys = len(directions)
+    # IREE 3.13 fails to compile a sort whose operand is a slice of a larger array (the
+    # slice fused into the sort's dispatch, or into a gather reading the sort's result:
+    # "LLVM Translation failed for operation: builtin.unrealized_conversion_cast");
+    # barriers keep the sort's producers and consumers out of its dispatch.
+    operands = [ctx.op("stablehlo.optimization_barrier", [x], x.type) for x in operands]
     op = ctx.op("stablehlo.sort", list(operands), [tensor_type(shape, d) for d in op_dtypes],
                 {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension),
                  "is_stable": ir.BoolAttr.get(True)}, regions=1)
@@ -160,7 +165,7 @@ def _native(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[n
         lhs, rhs = args[0:2 * num_keys:2], args[1:2 * num_keys:2]
         less = _before(ctx, lhs, rhs, op_dtypes[:num_keys], directions, ())
         ir.Operation.create("stablehlo.return", operands=[less])
-    return list(op.results)
+    return [ctx.op("stablehlo.optimization_barrier", [x], x.type) for x in op.results]
 
 
 def _last_value(dtype: np.dtype, descending: bool) -> Any:

@@ -1,4 +1,4 @@
-"""``jax.scipy``: SciPy's functions on transpiler arrays, with JAX's signatures (`special`
-and `linalg` so far; stats, optimize, integrate are to come)."""
+"""``jax.scipy``: SciPy's functions on transpiler arrays, with JAX's signatures
+(`special`, `linalg` and `stats` so far; optimize and integrate are to come)."""
 
-from transpiler.scipy import linalg, special  # noqa: F401
+from transpiler.scipy import linalg, special, stats  # noqa: F401

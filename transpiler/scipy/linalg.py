@@ -1,5 +1,5 @@
 """``jax.scipy.linalg``: SciPy's linear-algebra signatures over `transpiler.lax.linalg`
-(Cholesky, triangular solves, LU) and `transpiler.numpy.linalg`; batched over leading
+(Cholesky, triangular solves, LU, QR, eigh, SVD) and `transpiler.numpy.linalg`; batched over leading
 dimensions like JAX's."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from transpiler.lax import linalg as la
 from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
 from transpiler.numpy import linalg as jla
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu",
-           "lu_factor", "lu_solve", "solve", "solve_triangular"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu",
+           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
 
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
@@ -138,3 +138,37 @@ def block_diag(*arrs: Any) -> Any:
         out = out.at[r:r + m.shape[0], c:c + m.shape[1]].set(m.astype(dtype))
         r, c = r + m.shape[0], c + m.shape[1]
     return out
+
+
+def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
+         overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
+         eigvals: Any = None, type: int = 1, check_finite: bool = True) -> Any:
+    """(ascending eigenvalues, eigenvectors as columns) of the symmetric `a`, reading its
+    `lower` (or upper) triangle; only the eigenvalues with `eigvals_only`."""
+    if b is not None:
+        raise NotImplementedError("eigh: the generalized problem (b=...) is not supported yet")
+    if eigvals is not None:
+        raise NotImplementedError("eigh: eigvals= (a subset) is not supported yet; slice the "
+                                  "result instead")
+    w, v = jla.eigh(a, UPLO="L" if lower else "U")  # symmetrized, as JAX does
+    return w if eigvals_only else (w, v)
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
+        overwrite_a: bool = False, check_finite: bool = True,
+        lapack_driver: str = "gesdd") -> Any:
+    """``(U, s, Vh)`` with ``a == U @ diag(s) @ Vh`` (or only ``s``)."""
+    out = jla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
+       pivoting: bool = False, check_finite: bool = True) -> Any:
+    """``(Q, R)`` for `mode` ``'full'`` (square ``Q``) or ``'economic'``, ``(R,)`` for
+    ``'r'``."""
+    if pivoting:
+        raise NotImplementedError("qr: pivoting=True is not supported yet")
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"qr: unsupported mode {mode!r}; expected 'full', 'economic' or 'r'")
+    q, r = la.qr(a, full_matrices=mode != "economic")
+    return (r,) if mode == "r" else (q, r)

@@ -27,9 +27,11 @@ from transpiler.transforms.ad.indexing import (  # noqa: F401
     dynamic_update_slice_update_cotangent, gather_cotangent, idx_p, scatter_operand_cotangent,
     scatter_updates_cotangent, sort_order, sorted_tangent, unsorted_cotangent)
 from transpiler.transforms.ad.linalg import (  # noqa: F401
-    cholesky_cotangent, cholesky_tangent, linear_solve_a_tangent, logabsdet_cotangent,
-    logabsdet_tangent, triangular_solve_a_cotangent, triangular_solve_a_tangent,
-    triangular_solve_b_cotangent)
+    cholesky_cotangent, cholesky_tangent, eigh_values_cotangent, eigh_values_tangent,
+    eigh_vectors_cotangent, eigh_vectors_tangent, linear_solve_a_tangent, logabsdet_cotangent,
+    logabsdet_tangent, qr_q_cotangent, qr_q_tangent, singular_values_cotangent,
+    singular_values_tangent, svd_vectors_cotangent, svd_vectors_tangent,
+    triangular_solve_a_cotangent, triangular_solve_a_tangent, triangular_solve_b_cotangent)
 from transpiler.transforms.ad.shapes import (  # noqa: F401
     Shape, cast_like, convert_cotangent, expand_reduced, inverse_permutation, unbroadcast,
     unbroadcast_like, zeros_cotangent)
@@ -202,7 +204,8 @@ from transpiler.transforms.ad.cotangents import (  # noqa: E402,F401
     attribute_tangent, basis_of, custom_vjp_bwd, defined, fail, finalize, forward_jacobian,
     index_bar, is_scalar, item, items_bar, items_tangent, keyword_bars, map_bar, or_zeros, primal,
     repeat_bar, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative,
-    set_item_tangent, spread, unbound, values_bar, values_tangent, vjp_call, vjp_call_closure,
+    set_item_tangent, spread, unbound, unpacked_cotangent, unpacked_parts, values_bar, values_tangent, vjp_call,
+    vjp_call_closure,
     vjp_call_closure_keywords, vjp_call_keywords, with_item_tangent, without_item)
 from transpiler.transforms.ad.tangents import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.common.closures import (  # noqa: E402,F401  (a closure's derivative)

@@ -156,6 +156,38 @@ def _child_index(obj: Any, name: str, node: Any) -> int:
         "register_dataclass) with the attribute among its children")
 
 
+def unpacked_cotangent(bars: tuple, source: Any) -> Any:
+    """The cotangent of `source` unpacked into a target (``a, b = source``) from its parts'
+    cotangents `bars` (a tuple nested like the target): a tuple when `source` is a tuple or
+    list, and the parts stacked along the first axis (zeros where None) when it is an
+    array, so that unpacking ``loc, scale = params`` gives ``params`` an array cotangent."""
+    parts = tuple([_unpacked_part(b, s) for b, s in zip(bars, source)])
+    if isinstance(source, (tuple, list)) or not hasattr(source, "shape"):
+        return parts
+    if all(p is None for p in parts):
+        return None
+    return jnp.stack([_or_zeros_like(p, s) for p, s in zip(parts, source)])
+
+
+def unpacked_parts(g: Any, bars: tuple, source: Any) -> Any:
+    """The transpose of `unpacked_cotangent`: the parts' cotangents (nested like `bars`)
+    from the cotangent `g` of the whole."""
+    if g is None:
+        return None
+    if not isinstance(source, (tuple, list)) and hasattr(source, "shape"):
+        g = tuple([g[i] for i in range(len(bars))])
+    return tuple([unpacked_parts(gi, b, s) if isinstance(b, tuple) else gi
+                  for gi, b, s in zip(g, bars, source)])
+
+
+def _unpacked_part(bar: Any, source: Any) -> Any:
+    return unpacked_cotangent(bar, source) if isinstance(bar, tuple) else bar
+
+
+def _or_zeros_like(bar: Any, primal: Any) -> Any:
+    return jnp.zeros_like(primal) if bar is None else bar
+
+
 def item(g: Any, key: Any) -> Any:
     """``g[key]`` of a container cotangent, None when nothing flowed."""
     if g is None:
@@ -360,12 +392,28 @@ def unbound(obj: Any, name: str) -> Any:
                          "function")
 
 
+def is_namedtuple_class(fn: Any) -> bool:
+    return isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields")
+
+
+def field_cotangents(g: Any, n: int) -> tuple:
+    """The cotangents of the `n` positional fields of a NamedTuple whose cotangent is `g`
+    (None, or a tuple of the fields' cotangents). Read as code by forward mode, so a
+    NamedTuple built in a differentiated function (``EighResult(w, v)``) is a structure
+    at any order, not a call traced as an opaque class."""
+    if g is None:
+        return (None,) * n
+    return tuple(g)[:n]
+
+
 def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
     if fn is functools.partial:  # making one, or calling one (transforms/common/partials.py)
         return partials.make_vjp(args, kwargs, g)[0]
     if partials.is_partial(fn):
         return partials.call_vjp(fn, args, kwargs, g)[:-1]
+    if is_namedtuple_class(fn) and not kwargs:  # a structure: its fields' cotangents
+        return field_cotangents(g, len(args))
     from transpiler.transforms.ad.control import VJP_RULES
     if isinstance(fn, CustomVJP):
         return custom_vjp_bwd(fn, args, kwargs, g)

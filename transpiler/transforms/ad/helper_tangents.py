@@ -21,6 +21,7 @@ RULES: dict[str, Rule] = {
     "cotangent_item": lambda t, x, d: f"ad.item({d[0]}, {x[1]})",
     "cotangent_index_bar": lambda t, x, d: f"ad.index_bar({x[0]}, {x[1]}, {d[2]})",
     "cotangent_appended": lambda t, x, d: f"ad.appended_tangent({x[0]}, {d[0]}, {d[1]})",
+    "cotangent_unpacked": lambda t, x, d: f"ad.unpacked_cotangent({d[0]}, {x[1]})",
     "cotangent_with_item": lambda t, x, d: f"ad.with_item_tangent({x[0]}, {d[0]}, {x[1]}, "
                                            f"{d[2]})",
     "cotangent_without_item": lambda t, x, d: f"ad.without_item({d[0]}, {x[1]})",

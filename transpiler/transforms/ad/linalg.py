@@ -1,4 +1,4 @@
-"""``ad`` helpers for the linear-algebra primitives (transpiler/lax/linalg.py): JAX's
+"""``ad`` helpers for the linear-algebra primitives (transpiler/lax/linalg/): JAX's
 rules. Re-exported by the ``ad`` package (transforms/ad/__init__.py)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Any
 
 import transpiler.numpy as jnp
 from transpiler.lax import linalg as la
+from transpiler.lax.linalg import spectral
 
 
 def _mT(x: Any) -> Any:
@@ -91,3 +92,106 @@ def logabsdet_cotangent(g: Any, a: Any) -> Any:
     n = jnp.shape(a)[-1]
     eye = jnp.broadcast_to(jnp.eye(n, dtype=jnp.result_type(a)), jnp.shape(a))
     return jnp.expand_dims(g, (-1, -2)) * la.linear_solve(_mT(a), eye)
+
+
+# --- eigh, svd, qr (transpiler/lax/linalg/spectral.py, qr.py) ---------------------------------
+
+def _inverse_gaps(w: Any) -> Any:
+    """``F[i, j] = 1 / (w[j] - w[i])``, 0 on the diagonal (JAX's; infinite where two values
+    are equal, as in JAX)."""
+    eye = jnp.eye(jnp.shape(w)[-1], dtype=jnp.result_type(w))
+    return 1 / (eye + jnp.expand_dims(w, -2) - jnp.expand_dims(w, -1)) - eye
+
+
+def _scaled(f: Any, p: Any) -> Any:
+    """``f * p`` with 0 where ``p`` is 0: a zero cotangent (vectors the program does not
+    read) contributes nothing even where ``f`` is infinite, as JAX's symbolic zeros do."""
+    return jnp.where(p == 0, jnp.zeros_like(p), f * p)
+
+
+def eigh_values_tangent(a_dot: Any, a: Any) -> Any:
+    """``diag(V^T s V)``, ``s`` the symmetric part of `a_dot`."""
+    v = spectral.eigh_vectors_p(a)
+    return jnp.sum(v * (_sym(a_dot) @ v), axis=-2)
+
+
+def eigh_values_cotangent(g: Any, a: Any) -> Any:
+    """``V diag(g) V^T``."""
+    v = spectral.eigh_vectors_p(a)
+    return (v * jnp.expand_dims(g, -2)) @ _mT(v)
+
+
+def eigh_vectors_tangent(a_dot: Any, a: Any, v: Any) -> Any:
+    """``V (F * (V^T s V))``."""
+    f = _inverse_gaps(spectral.eigh_values_p(a))
+    return v @ (f * (_mT(v) @ _sym(a_dot) @ v))
+
+
+def eigh_vectors_cotangent(g: Any, a: Any, v: Any) -> Any:
+    """The transpose of `eigh_vectors_tangent`: the symmetric part of
+    ``V (F * (V^T g)) V^T``."""
+    f = _inverse_gaps(spectral.eigh_values_p(a))
+    return _sym(v @ _scaled(f, _mT(v) @ g) @ _mT(v))
+
+
+def _left_singular(a: Any) -> tuple[Any, Any]:
+    """(``u``, ``v``) of the tall `a`: ``u`` orthonormal even where a singular value is 0
+    or tiny (``a v / s`` is not), as LAPACK's is."""
+    v = spectral.svd_vectors_p(a)
+    return spectral.longer_side_vectors(a, v, full_matrices=False), v
+
+
+def singular_values_tangent(a_dot: Any, a: Any) -> Any:
+    """``diag(U^T a_dot V)``."""
+    u, v = _left_singular(a)
+    return jnp.sum(u * (a_dot @ v), axis=-2)
+
+
+def singular_values_cotangent(g: Any, a: Any) -> Any:
+    """``U diag(g) V^T``."""
+    u, v = _left_singular(a)
+    return (u * jnp.expand_dims(g, -2)) @ _mT(v)
+
+
+def svd_vectors_tangent(a_dot: Any, a: Any, v: Any) -> Any:
+    """``V`` are the eigenvectors of ``a^T a`` (eigenvalues ``s^2``):
+    ``V (F * (K + K^T))`` with ``K = (a V)^T a_dot V``."""
+    s = spectral.singular_values_p(a)
+    k = _mT(a @ v) @ a_dot @ v
+    return v @ (_inverse_gaps(s * s) * (k + _mT(k)))
+
+
+def svd_vectors_cotangent(g: Any, a: Any, v: Any) -> Any:
+    """The transpose of `svd_vectors_tangent`: ``(a V) (M + M^T) V^T``, ``M = F * (V^T g)``."""
+    s = spectral.singular_values_p(a)
+    m = _scaled(_inverse_gaps(s * s), _mT(v) @ g)
+    return (a @ v) @ (m + _mT(m)) @ _mT(v)
+
+
+def _qr_r(a: Any, q: Any) -> Any:
+    shape, k = jnp.shape(a), jnp.shape(q)[-1]
+    if shape[-2] < shape[-1] or k != shape[-1]:
+        raise NotImplementedError(
+            f"qr: the derivative of Q is implemented for matrices with at least as many rows "
+            f"as columns, with full_matrices=False unless square (as in JAX); got shape "
+            f"{list(shape)} and Q with {k} columns")
+    return jnp.triu(_mT(q) @ a)
+
+
+def qr_q_tangent(a_dot: Any, a: Any, q: Any) -> Any:
+    """JAX's: ``x = a_dot R^-1``, ``c = Q^T x``, ``dQ = Q (omega - c) + x`` with the skew
+    ``omega = tril(c, -1) - tril(c, -1)^T``."""
+    r = _qr_r(a, q)
+    x = la.triangular_solve(r, a_dot, left_side=False, lower=False)
+    c = _mT(q) @ x
+    low = jnp.tril(c, -1)
+    return q @ (low - _mT(low) - c) + x
+
+
+def qr_q_cotangent(g: Any, a: Any, q: Any) -> Any:
+    """The transpose of `qr_q_tangent`: ``(g + Q (tril(p - p^T, -1) - p)) R^-T`` with
+    ``p = Q^T g``."""
+    r = _qr_r(a, q)
+    p = _mT(q) @ g
+    x_bar = g + q @ (jnp.tril(p - _mT(p), -1) - p)
+    return la.triangular_solve(r, x_bar, left_side=False, lower=False, transpose_a=True)

@@ -289,6 +289,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.values_bar): "cotangent_values_bar",
                               id(rh.attribute_tangent): "cotangent_attribute_tangent",
                               id(rh.appended): "cotangent_appended",
+                              id(rh.unpacked_cotangent): "cotangent_unpacked",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass", id(sequence): "pass"})
         from transpiler.transforms.batch.api import vmap

@@ -37,7 +37,8 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
         source = value.value if isinstance(value, cst.Name) else None
         if source is None:
             raise gen.error(stmt, "internal: unpacking from a non-name in ANF code")
-        return gen.accumulate(source, parse_template_expression(_unpacked_bar(gen, target)))
+        return gen.accumulate(source, parse_template_expression(
+            f"ad.unpacked_cotangent({_unpacked_bar(gen, target)}, {source})"))
     t = target.value  # type: ignore[attr-defined]
     bar = cst.Name(gen.bar(t))
     op = gen.op_of(assign)
@@ -366,6 +367,9 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
         out += gen.accumulate(names[0], parse_template_expression(
             f"ad.{other}({{b}}, {{x}}, {{d}}, {{s}})", b=bar, x=args[1].value,
             d=args[2].value, s=args[3].value))
+    elif kind == "cotangent_unpacked" and names[0]:  # `a, b = x`'s cotangent of x
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.unpacked_parts({b}, {p}, {x})", b=bar, p=args[0].value, x=args[1].value))
     elif kind == "cotangent_appended":  # xs.append(v), as reverse mode rewrote it
         if names[0]:
             out += gen.accumulate(names[0], parse_template_expression(
