@@ -14,6 +14,8 @@ import transpiler.scipy.stats as tst
 
 ss = pytest.importorskip("scipy.special")
 st = pytest.importorskip("scipy.stats")
+jax = pytest.importorskip("jax")
+jst = pytest.importorskip("jax.scipy.stats")
 
 rng = np.random.default_rng(5)
 X = (rng.normal(size=24) * 3).astype(np.float32)
@@ -184,8 +186,6 @@ def _log_likelihood(params, x):
 
 
 def test_gradients_match_jax_and_batching_matches_a_loop():
-    jax = pytest.importorskip("jax")
-    jst = pytest.importorskip("jax.scipy.stats")
     jjnp = jax.numpy
 
     def theirs(params, x):

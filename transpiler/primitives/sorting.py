@@ -192,6 +192,11 @@ def _bitonic(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[
     rows = int(np.prod([shape[d] for d in order[:-1]], dtype=np.int64))
     n = shape[dimension]
     m = 1 << (n - 1).bit_length()
+    originals = list(op_dtypes)
+    operands, op_dtypes = list(operands), list(op_dtypes)
+    for i, dtype in enumerate(originals):
+        if dtype.kind == "u":
+            operands[i], op_dtypes[i] = _signed_order(ctx, operands[i], dtype, shape)
     flat = []
     for i, (x, dtype) in enumerate(zip(operands, op_dtypes)):
         if order != list(range(ndim)):
@@ -230,7 +235,8 @@ def _bitonic(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[
             x = ctx.op("stablehlo.transpose", [x], tensor_type(shape, dtype),
                        {"permutation": i64_array(inverse)})
         results.append(x)
-    return results
+    return [_unsigned_back(ctx, x, original, shape) if original.kind == "u" else x
+            for x, original in zip(results, originals)]
 
 
 def _exchange(ctx: LoweringContext, flat: list, op_dtypes: Sequence[np.dtype], size: int,
@@ -267,6 +273,27 @@ def _exchange(ctx: LoweringContext, flat: list, op_dtypes: Sequence[np.dtype], s
     return out
 
 
+def _signed_order(ctx: LoweringContext, x: Any, dtype: np.dtype,
+                  shape: Sequence[int]) -> tuple[Any, np.dtype]:
+    """An unsigned `x` as the signed integers of its width in the same order (the bits with
+    the top one flipped: ``u - 2^(w-1)``): IREE 3.13 cannot compile the network's compares
+    and selects on unsigned tensors, and a 32-bit key shifted into the high half of an
+    int64 must not overflow."""
+    signed = np.dtype(f"i{dtype.itemsize}")
+    bits = ctx.op("stablehlo.bitcast_convert", [x], tensor_type(shape, signed))
+    flip = ctx.constant(np.iinfo(signed).min, signed, shape)
+    return ctx.op("stablehlo.xor", [bits, flip], tensor_type(shape, signed)), signed
+
+
+def _unsigned_back(ctx: LoweringContext, x: Any, dtype: np.dtype,
+                   shape: Sequence[int]) -> Any:
+    """The inverse of `_signed_order`."""
+    signed = np.dtype(f"i{dtype.itemsize}")
+    flip = ctx.constant(np.iinfo(signed).min, signed, shape)
+    bits = ctx.op("stablehlo.xor", [x, flip], tensor_type(shape, signed))
+    return ctx.op("stablehlo.bitcast_convert", [bits], tensor_type(shape, dtype))
+
+
 def _ordered_key(ctx: LoweringContext, x: Any, dtype: np.dtype, shape: Sequence[int],
                  descending: bool) -> Any:
     """`x` as int64 whose order is the sort order: floats with -0.0 made 0.0 and every NaN
@@ -274,6 +301,8 @@ def _ordered_key(ctx: LoweringContext, x: Any, dtype: np.dtype, shape: Sequence[
     with a negative's other bits flipped; integers and bools by value; negated (``~k``)
     when descending. (Signed: IREE 3.13 cannot compile some unsigned 64-bit ops.)"""
     i64 = np.dtype(np.int64)
+    if dtype.kind == "u":
+        x, dtype = _signed_order(ctx, x, dtype, shape)
     if dtypes.is_float(dtype):
         signed = np.dtype(f"i{dtype.itemsize}")
         st = tensor_type(shape, signed)

@@ -38,7 +38,7 @@ _KEY_MESSAGE = "a PRNG key is a uint32 array of shape (2,)"
 
 # --- argument checks ---------------------------------------------------------------------
 
-def _check_key(name: str, key: Any) -> ShapedArray:
+def check_key(name: str, key: Any) -> ShapedArray:
     try:
         aval = abstractify(key, 0, name)
     except TypeError:
@@ -51,7 +51,7 @@ def _check_key(name: str, key: Any) -> ShapedArray:
     return aval
 
 
-def _static_shape(name: str, shape: Any) -> tuple[int, ...]:
+def static_shape(name: str, shape: Any) -> tuple[int, ...]:
     """`shape` as a tuple of Python ints; a traced shape is an error naming the fix."""
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
     if any(isinstance(d, Tracer) for d in dims):
@@ -67,7 +67,7 @@ def _static_shape(name: str, shape: Any) -> tuple[int, ...]:
     return out
 
 
-def _check_param_shape(name: str, shape: tuple[int, ...], *params: Any) -> None:
+def check_param_shape(name: str, shape: tuple[int, ...], *params: Any) -> None:
     """Parameters (minval, p, ...) must broadcast to exactly `shape`, as in JAX."""
     for param in params:
         pshape = abstractify(param, 0, name).shape
@@ -78,7 +78,7 @@ def _check_param_shape(name: str, shape: tuple[int, ...], *params: Any) -> None:
                               f"broadcast to the shape argument {list(shape)}")
 
 
-def _float_dtype(name: str, dtype: Any) -> np.dtype:
+def float_dtype(name: str, dtype: Any) -> np.dtype:
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
     if not dtypes.is_float(dt):
         raise dtype_error(f"random.{name}: dtype must be a float dtype, got {dt}")
@@ -118,8 +118,8 @@ key = PRNGKey
 
 def split(key: Any, num: Shape = 2) -> Any:
     """`num` new keys (shape ``(*num, 2)``) derived from `key`."""
-    _check_key("split", key)
-    shape = _static_shape("split", num)
+    check_key("split", key)
+    shape = static_shape("split", num)
     if _partitionable():
         bits1, bits2 = _hash_shape(key, shape)
         return sp.concatenate(sp.reshape(bits1, new_sizes=shape + (1,)),
@@ -131,7 +131,7 @@ def split(key: Any, num: Shape = 2) -> Any:
 
 def fold_in(key: Any, data: Any) -> Any:
     """A new key that is a deterministic function of `key` and the 32-bit integer `data`."""
-    _check_key("fold_in", key)
+    check_key("fold_in", key)
     if isinstance(data, int) and not isinstance(data, bool):
         data = np.uint32(data & 0xFFFFFFFF)
     aval = abstractify(data, 1, "fold_in")
@@ -147,7 +147,7 @@ def fold_in(key: Any, data: Any) -> Any:
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
 
-def _random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
+def random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     """JAX's ``threefry_random_bits``: unsigned ints of `bit_width` bits with `shape`."""
     dtype = _UINT[bit_width]
     if _partitionable():
@@ -177,12 +177,12 @@ def _random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
 
 def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Uniform random bits: unsigned ints of `dtype` (default uint32; uint64 with x64)."""
-    _check_key("bits", key)
+    check_key("bits", key)
     dt = (dtypes.uint64 if config.enable_x64 else _U32) if dtype is None \
         else dtypes.canonicalize(dtype)
     if dt.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
-    return _random_bits(key, dt.itemsize * 8, _static_shape("bits", shape))
+    return random_bits(key, dt.itemsize * 8, static_shape("bits", shape))
 
 
 # --- continuous samplers ---------------------------------------------------------------------
@@ -190,17 +190,17 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in ``[minval, maxval)``: random mantissa bits under exponent 0."""
-    _check_key("uniform", key)
-    shape = _static_shape("uniform", shape)
-    dt = _float_dtype("uniform", dtype)
-    _check_param_shape("uniform", shape, minval, maxval)
+    check_key("uniform", key)
+    shape = static_shape("uniform", shape)
+    dt = float_dtype("uniform", dtype)
+    check_param_shape("uniform", shape, minval, maxval)
     minval = conv.convert_element_type(minval, dtype=dt)
     maxval = conv.convert_element_type(maxval, dtype=dt)
     info = dtypes.finfo(dt)
     nbits, nmant = info.bits, info.nmant
     rng_bits = 8 if nmant < 8 else nbits
     uint = _UINT[nbits]
-    raw = conv.convert_element_type(_random_bits(key, rng_bits, shape), dtype=uint)
+    raw = conv.convert_element_type(random_bits(key, rng_bits, shape), dtype=uint)
     one_bits = np.array(1.0, dt).view(uint)
     float_bits = (raw >> uint.type(rng_bits - nmant)) | one_bits
     floats = conv.bitcast_convert_type(float_bits, dtype=dt) - np.array(1.0, dt)
@@ -209,9 +209,9 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0,
 
 def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard normal samples: ``sqrt(2) * erf_inv(uniform(-1, 1))``, as in JAX."""
-    _check_key("normal", key)
-    dt = _float_dtype("normal", dtype)
-    shape = _static_shape("normal", shape)
+    check_key("normal", key)
+    dt = float_dtype("normal", dtype)
+    shape = static_shape("normal", shape)
     lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt), dtype=dt) if dt.itemsize >= 4 \
         else np.nextafter(np.float32(-1.0), np.float32(0.0)).astype(dt)
     u = uniform(key, shape, dt, lo, np.array(1.0, dt))
@@ -221,13 +221,13 @@ def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Optional[Shape] = None,
                      dtype: Any = None) -> Any:
     """Normal samples conditioned on ``lower < x < upper`` (inverse-CDF method)."""
-    _check_key("truncated_normal", key)
-    dt = _float_dtype("truncated_normal", dtype)
+    check_key("truncated_normal", key)
+    dt = float_dtype("truncated_normal", dtype)
     if shape is None:
         shape = broadcast_shapes("truncated_normal", abstractify(lower).shape,
                                  abstractify(upper).shape)
-    shape = _static_shape("truncated_normal", shape)
-    _check_param_shape("truncated_normal", shape, lower, upper)
+    shape = static_shape("truncated_normal", shape)
+    check_param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.array(np.sqrt(2), dt)
     lower = conv.convert_element_type(lower, dtype=dt)
     upper = conv.convert_element_type(upper, dtype=dt)
@@ -252,9 +252,9 @@ def _next_float(x: Any, up: bool) -> Any:
 
 def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str = "low") -> Any:
     """Gumbel samples ``-log(-log(u))`` (JAX's 'low' and 'high' modes)."""
-    _check_key("gumbel", key)
-    dt = _float_dtype("gumbel", dtype)
-    shape = _static_shape("gumbel", shape)
+    check_key("gumbel", key)
+    dt = float_dtype("gumbel", dtype)
+    shape = static_shape("gumbel", shape)
     info = dtypes.finfo(dt)
     if mode == "low":
         return -jnp.log(-jnp.log(uniform(key, shape, dt, minval=float(info.tiny), maxval=1.0)))
@@ -284,12 +284,12 @@ def _clip_to(value: Any, dtype: np.dtype) -> Any:
 
 def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Integers in ``[minval, maxval)``: JAX's two-words-per-value modulus method."""
-    _check_key("randint", key)
-    shape = _static_shape("randint", shape)
+    check_key("randint", key)
+    shape = static_shape("randint", shape)
     dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
     if not dtypes.is_int(dt):
         raise dtype_error(f"random.randint: dtype must be an integer dtype, got {dt}")
-    _check_param_shape("randint", shape, minval, maxval)
+    check_param_shape("randint", shape, minval, maxval)
     minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
     if dt.itemsize < 4:  # sample in 32 bits to avoid bias, then cast
         info = dtypes.iinfo(dt)
@@ -311,8 +311,8 @@ def _randint(key: Any, shape: tuple[int, ...], minval: Any, maxval: Any,
     nbits = dtype.itemsize * 8
     keys = split(key)
     k1, k2 = _row(keys, 0), _row(keys, 1)
-    higher_bits = _random_bits(k1, nbits, shape)
-    lower_bits = _random_bits(k2, nbits, shape)
+    higher_bits = random_bits(k1, nbits, shape)
+    lower_bits = random_bits(k2, nbits, shape)
     unsigned = _UINT[nbits]
     span = conv.convert_element_type(maxval - minval, dtype=unsigned)
     span = jnp.where(maxval <= minval, unsigned.type(1), span)  # empty range -> minval
@@ -326,26 +326,26 @@ def _randint(key: Any, shape: tuple[int, ...], minval: Any, maxval: Any,
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Optional[Shape] = None) -> Any:
     """Booleans that are True with probability `p`: ``uniform(key, shape) < p``."""
-    _check_key("bernoulli", key)
+    check_key("bernoulli", key)
     aval = abstractify(p, 1, "bernoulli")
     if not dtypes.is_float(aval.dtype):
         raise dtype_error(f"bernoulli probability `p` must have a floating dtype, "
                           f"got {aval.dtype}")
-    shape = aval.shape if shape is None else _static_shape("bernoulli", shape)
-    _check_param_shape("bernoulli", shape, p)
+    shape = aval.shape if shape is None else static_shape("bernoulli", shape)
+    check_param_shape("bernoulli", shape, p)
     return uniform(key, shape, aval.dtype) < p
 
 
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Optional[Shape] = None) -> Any:
     """Samples of category indices with probabilities ``softmax(logits, axis)``:
     the Gumbel-max trick ``argmax(logits + gumbel)``, as JAX does with replacement."""
-    _check_key("categorical", key)
+    check_key("categorical", key)
     logits = jnp.asarray(logits)
     ndim = logits.ndim
     axis = axis % ndim if ndim else 0
     batch_shape = tuple(d for i, d in enumerate(logits.shape) if i != axis)
-    shape = batch_shape if shape is None else _static_shape("categorical", shape)
-    _check_param_shape("categorical", shape, np.empty(batch_shape, np.int8))
+    shape = batch_shape if shape is None else static_shape("categorical", shape)
+    check_param_shape("categorical", shape, np.empty(batch_shape, np.int8))
     prefix = shape[:len(shape) - len(batch_shape)]
     logits_shape = list(shape[len(shape) - len(batch_shape):])
     logits_shape.insert(axis, logits.shape[axis])

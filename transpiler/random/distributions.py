@@ -1,0 +1,247 @@
+"""More of ``jax.random``'s samplers, each JAX's algorithm over `core`'s uniform and normal
+draws, so that a key gives JAX's values: exponential, laplace, logistic, cauchy, pareto,
+lognormal, weibull_min, rayleigh, wald, triangular, maxwell, double_sided_maxwell,
+rademacher, geometric, multivariate_normal and orthogonal (through `jnp.linalg`'s
+Cholesky/eigh/SVD and QR). The samplers built on gamma draws (gamma, beta, dirichlet, t,
+chisquare, f, poisson, binomial) are not here yet.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+import numpy as np
+
+from transpiler import dtypes
+from transpiler import numpy as jnp
+from transpiler.numpy import linalg as jla
+from transpiler.primitives import conversions as conv
+from transpiler.primitives.core import abstractify, broadcast_shapes, dtype_error, shape_error
+from transpiler.random.core import (Shape, bernoulli, normal, split, uniform, check_key,
+                                    check_param_shape, float_dtype, static_shape)
+
+
+def _shape_of(name: str, shape: Optional[Shape], *params: Any) -> tuple[int, ...]:
+    """`shape`, or the parameters' broadcast shape when it is None; the parameters must
+    broadcast to it (JAX's ``_check_broadcast_shapes``)."""
+    if shape is None:
+        return broadcast_shapes(name, *(abstractify(p, 0, name).shape for p in params))
+    shape = static_shape(name, shape)
+    check_param_shape(name, shape, *params)
+    return shape
+
+
+def _eps(dtype: np.dtype) -> float:
+    return float(dtypes.finfo(dtype).eps)
+
+
+def _two_keys(key: Any) -> tuple[Any, Any]:
+    keys = split(key)
+    return keys[0], keys[1]
+
+
+# --- transforms of one uniform draw ---------------------------------------------------------
+
+def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Exponential samples ``-log1p(-u)``."""
+    check_key("exponential", key)
+    return -jnp.log1p(-uniform(key, shape, float_dtype("exponential", dtype)))
+
+
+def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Laplace samples ``sign(u) log1p(-|u|)`` with ``u`` uniform on ``(-1, 1)``."""
+    check_key("laplace", key)
+    dt = float_dtype("laplace", dtype)
+    u = uniform(key, shape, dt, minval=-1.0 + float(dtypes.finfo(dt).epsneg), maxval=1.0)
+    return jnp.sign(u) * jnp.log1p(-jnp.abs(u))
+
+
+def logistic(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Logistic samples ``log(u) - log1p(-u)``."""
+    check_key("logistic", key)
+    dt = float_dtype("logistic", dtype)
+    x = uniform(key, shape, dt, minval=float(dtypes.finfo(dt).tiny), maxval=1.0)
+    return jnp.log(x) - jnp.log1p(-x)
+
+
+def cauchy(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Cauchy samples ``tan(pi (u - 1/2))``."""
+    check_key("cauchy", key)
+    dt = float_dtype("cauchy", dtype)
+    u = uniform(key, shape, dt, minval=_eps(dt), maxval=1.0)
+    return jnp.tan(np.array(np.pi, dt) * (u - np.array(0.5, dt)))
+
+
+def pareto(key: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Pareto samples ``exp(e / b)`` with ``e`` exponential."""
+    check_key("pareto", key)
+    dt = float_dtype("pareto", dtype)
+    shape = _shape_of("pareto", shape, b)
+    return jnp.exp(exponential(key, shape, dt) / conv.convert_element_type(b, dtype=dt))
+
+
+def weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape = (),
+                dtype: Any = None) -> Any:
+    """Weibull samples ``scale (-log1p(-u))^(1 / concentration)``."""
+    check_key("weibull_min", key)
+    dt = float_dtype("weibull_min", dtype)
+    u = uniform(key, static_shape("weibull_min", shape), dt, minval=0, maxval=1)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def rayleigh(key: Any, scale: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Rayleigh samples ``scale sqrt(-2 log u)``."""
+    check_key("rayleigh", key)
+    dt = float_dtype("rayleigh", dtype)
+    shape = _shape_of("rayleigh", shape, scale)
+    u = uniform(key, shape, dt)
+    scale = jnp.broadcast_to(conv.convert_element_type(scale, dtype=dt), shape)
+    return scale * jnp.sqrt(jnp.log(u) * np.array(-2, dt))
+
+
+def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Optional[Shape] = None,
+               dtype: Any = None) -> Any:
+    """Triangular samples on ``[left, right]`` peaking at `mode` (inverse CDF)."""
+    check_key("triangular", key)
+    dt = float_dtype("triangular", dtype)
+    shape = _shape_of("triangular", shape, left, mode, right)
+    left, mode, right = (jnp.broadcast_to(conv.convert_element_type(v, dtype=dt), shape)
+                         for v in (left, mode, right))
+    split_at = (mode - left) / (right - left)
+    u = uniform(key, shape, dt)
+    below = left + jnp.sqrt(u * (right - left) * (mode - left))
+    above = right - jnp.sqrt((1 - u) * (right - left) * (right - mode))
+    return jnp.where(u < split_at, below, above)
+
+
+def geometric(key: Any, p: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """The number of Bernoulli(p) trials up to the first success: ``floor(log u /
+    log1p(-p)) + 1``."""
+    check_key("geometric", key)
+    dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
+    if not dtypes.is_int(dt):
+        raise dtype_error(f"random.geometric: dtype must be an integer dtype, got {dt}")
+    shape = _shape_of("geometric", shape, p)
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+        p = p.astype(dtypes.default_float())
+    u = uniform(key, shape, p.dtype)
+    u = jnp.where(u == 0, np.array(1, p.dtype), u)
+    trials = jnp.floor(jnp.log(u) / jnp.broadcast_to(jnp.log1p(-p), shape)) + 1
+    return trials.astype(dt)
+
+
+# --- transforms of normal draws -------------------------------------------------------------
+
+def lognormal(key: Any, sigma: Any = 1.0, shape: Optional[Shape] = None,
+              dtype: Any = None) -> Any:
+    """Log-normal samples ``exp(sigma z)``."""
+    check_key("lognormal", key)
+    dt = float_dtype("lognormal", dtype)
+    shape = _shape_of("lognormal", shape, sigma)
+    return jnp.exp(normal(key, shape, dt) * conv.convert_element_type(sigma, dtype=dt))
+
+
+def wald(key: Any, mean: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Wald (inverse Gaussian) samples by Michael, Schucany and Haas' transformation."""
+    check_key("wald", key)
+    dt = float_dtype("wald", dtype)
+    shape = _shape_of("wald", shape, mean)
+    k1, k2 = _two_keys(key)
+    mean = jnp.broadcast_to(conv.convert_element_type(mean, dtype=dt), shape)
+    v = normal(k1, shape, dt)
+    z = uniform(k2, shape, dt)
+    y = v * v
+    mean_sq = mean * mean
+    root = jnp.sqrt(4 * mean * y + mean_sq * (y * y))
+    x = mean + mean_sq * y / 2 - mean / 2 * root
+    return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
+
+
+def maxwell(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Maxwell samples: the length of a standard normal 3-vector."""
+    check_key("maxwell", key)
+    dt = float_dtype("maxwell", dtype)
+    shape = static_shape("maxwell", shape)
+    return jla.norm(normal(key, shape + (3,), dt), axis=-1)
+
+
+def rademacher(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """-1 or +1 with equal probability."""
+    check_key("rademacher", key)
+    dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
+    samples = bernoulli(key, 0.5, static_shape("rademacher", shape)).astype(dt)
+    return (2 * samples - 1).astype(dt)
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape = (),
+                         dtype: Any = None) -> Any:
+    """A Maxwell sample with a random sign, scaled and shifted."""
+    check_key("double_sided_maxwell", key)
+    dt = float_dtype("double_sided_maxwell", dtype)
+    params = broadcast_shapes("double_sided_maxwell", abstractify(loc).shape,
+                              abstractify(scale).shape)
+    shape = static_shape("double_sided_maxwell", shape) or params
+    shape = shape + params
+    maxwell_key, sign_key = _two_keys(key)
+    return rademacher(sign_key, shape, dt) * maxwell(maxwell_key, shape, dt) * scale + loc
+
+
+def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Optional[Shape] = None,
+                        dtype: Any = None, method: str = "cholesky") -> Any:
+    """Samples ``mean + factor @ z`` with ``factor factor^T == cov`` by `method`
+    ('cholesky', 'eigh' or 'svd')."""
+    check_key("multivariate_normal", key)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise ValueError(f"random.multivariate_normal: method must be one of 'svd', 'eigh' "
+                         f"or 'cholesky', got {method!r}")
+    dt = float_dtype("multivariate_normal", dtype)
+    mean = jnp.asarray(mean).astype(dt)
+    cov = jnp.asarray(cov).astype(dt)
+    if mean.ndim < 1:
+        raise shape_error("random.multivariate_normal requires mean.ndim >= 1, got "
+                          f"mean.ndim == {mean.ndim}")
+    if cov.ndim < 2:
+        raise shape_error("random.multivariate_normal requires cov.ndim >= 2, got "
+                          f"cov.ndim == {cov.ndim}")
+    n = mean.shape[-1]
+    if cov.shape[-2:] != (n, n):
+        raise shape_error(f"random.multivariate_normal requires cov.shape == (..., n, n) for "
+                          f"n={n}, but got cov.shape == {tuple(cov.shape)}")
+    if shape is None:
+        shape = broadcast_shapes("multivariate_normal", mean.shape[:-1], cov.shape[:-2])
+    else:
+        shape = static_shape("multivariate_normal", shape)
+        broadcast_shapes("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method == "svd":
+        u, s, _ = jla.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = jla.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jla.cholesky(cov)
+    z = normal(key, shape + (n,), dt)
+    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+
+
+def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None,
+               m: Optional[int] = None) -> Any:
+    """Uniformly (Haar) distributed ``(n, m)`` matrices with orthonormal columns (or rows):
+    the Q of a normal matrix's QR with R's diagonal signs folded in."""
+    check_key("orthogonal", key)
+    dt = float_dtype("orthogonal", dtype)
+    shape = static_shape("orthogonal", shape)
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    z = normal(key, (*shape, max(n, m), min(n, m)), dt)
+    q, r = jla.qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+__all__ = ["cauchy", "double_sided_maxwell", "exponential", "geometric", "laplace",
+           "logistic", "lognormal", "maxwell", "multivariate_normal", "orthogonal", "pareto",
+           "rademacher", "rayleigh", "triangular", "wald", "weibull_min"]
