@@ -101,6 +101,9 @@ SCIPY_LINALG = [
     ("qr economic", lambda s, a: s.qr(TALL[0], mode="economic"), A),
     ("qr full", lambda s, a: s.qr(TALL[0]), A),
     ("qr r", lambda s, a: s.qr(TALL[0], mode="r"), A),
+    ("expm", lambda s, a: s.expm(a), A),
+    ("expm scaled and squared", lambda s, a: s.expm(4 * a[0]), A),
+    ("expm upper triangular", lambda s, a: s.expm(np.triu(a[0]), upper_triangular=True), A),
 ]
 
 
@@ -404,3 +407,18 @@ def test_spectral_bad_input_gets_clear_errors():
     np.testing.assert_allclose(jnp.linalg.svd(np.arange(6).reshape(3, 2), compute_uv=False),
                                np.linalg.svd(np.arange(6.0).reshape(3, 2), compute_uv=False),
                                rtol=1e-5)
+
+
+def _expm_loss(a):
+    return jnp.sum(jnp.sin(tsl.expm(a)))
+
+
+def test_expm_gradients_and_edge_values():
+    want = jax.grad(lambda a: jjnp.sum(jjnp.sin(jsl.expm(a))))(A[0])
+    _same(tp.grad(_expm_loss)(A[0]), want, "grad expm", rtol=1e-4)
+    _same(tp.jit(tp.grad(_expm_loss))(A[0]), want, "jit(grad expm)", rtol=1e-4)
+    _same(tsl.expm(np.zeros((3, 3), np.float32)), np.eye(3, dtype=np.float32), "expm(0)")
+    huge = np.full((2, 2), 1e30, np.float32)
+    assert np.isnan(np.asarray(tsl.expm(huge))).all()  # more than max_squarings: JAX's NaN
+    with pytest.raises(TypeError, match="not supported"):
+        tsl.expm(np.eye(2, dtype=np.float16))

@@ -1,4 +1,5 @@
-"""transpiler.random's distributions, permutation and choice: JAX's values for a key
+"""transpiler.random's distributions (the gamma family included), permutation and choice:
+JAX's values for a key
 (bit-for-bit where the computation is elementwise on the same bits, to rounding where it
 goes through transcendental functions or a factorization), eagerly and under jit, with
 vmap over keys and clear errors for bad arguments."""
@@ -40,6 +41,13 @@ SAMPLERS = [
                                                                    method="svd")),
     ("orthogonal", lambda r, k: r.orthogonal(k, 4, (2,))),
     ("orthogonal wide", lambda r, k: r.orthogonal(k, 3, m=5)),
+    ("gamma", lambda r, k: r.gamma(k, np.array([0.3, 1.0, 2.5, 7.0], np.float32))),
+    ("gamma shape", lambda r, k: r.gamma(k, 2.0, (3, 2))),
+    ("loggamma", lambda r, k: r.loggamma(k, np.array([0.01, 0.5, 3.0], np.float32))),
+    ("beta", lambda r, k: r.beta(k, 2.0, 3.0, (4,))),
+    ("dirichlet", lambda r, k: r.dirichlet(k, np.array([0.5, 1.0, 2.0], np.float32), (2,))),
+    ("chisquare", lambda r, k: r.chisquare(k, 3.0, (4,))),
+    ("t", lambda r, k: r.t(k, 4.0, (4,))),
     ("permutation int", lambda r, k: r.permutation(k, 10)),
     ("permutation rows", lambda r, k: r.permutation(k, np.arange(12.0).reshape(4, 3))),
     ("permutation axis 1 independent",
@@ -57,7 +65,8 @@ SAMPLERS = [
 ROUNDED = {"laplace", "logistic", "cauchy", "pareto", "weibull_min", "rayleigh", "lognormal",
            "wald", "maxwell", "double_sided_maxwell", "multivariate_normal",
            "multivariate_normal eigh", "multivariate_normal svd", "orthogonal",
-           "orthogonal wide", "exponential", "triangular"}
+           "orthogonal wide", "exponential", "triangular", "gamma", "gamma shape", "loggamma",
+           "beta", "dirichlet", "chisquare", "t"}
 
 
 @pytest.mark.parametrize("name,draw", SAMPLERS, ids=[s[0] for s in SAMPLERS])
@@ -76,7 +85,8 @@ def test_vmap_over_keys_matches_a_loop():
     keys = tr.split(tr.PRNGKey(3), 4)
 
     def draw(k):
-        return tr.permutation(k, 6), tr.laplace(k, (2,)), tr.choice(k, 9, (3,), replace=False)
+        return (tr.permutation(k, 6), tr.laplace(k, (2,)), tr.choice(k, 9, (3,), replace=False),
+                tr.gamma(k, 1.5, (2,)))
 
     looped = [draw(k) for k in keys]
     for out in (tp.vmap(draw)(keys), tp.jit(tp.vmap(draw))(keys)):
@@ -87,6 +97,8 @@ def test_vmap_over_keys_matches_a_loop():
 
 def test_samples_have_the_right_moments():
     k = tr.PRNGKey(0)
+    g = np.asarray(tp.jit(lambda key: tr.gamma(key, np.float32(0.7), (4000,)))(k))
+    np.testing.assert_allclose([g.mean(), g.var()], [0.7, 0.7], rtol=0.08)
     samples = np.asarray(tr.multivariate_normal(k, MEAN, COV, (20000,)))
     np.testing.assert_allclose(samples.mean(0), MEAN, atol=0.05)
     np.testing.assert_allclose(np.cov(samples.T), COV, rtol=0.05, atol=0.05)
@@ -113,3 +125,21 @@ def test_bad_arguments():
         tr.multivariate_normal(k, MEAN, np.eye(2, dtype=np.float32))
     with pytest.raises(TypeError, match="static value"):
         tp.jit(lambda n: tr.permutation(k, n))(5)
+
+
+def _gamma_total(a):
+    return tp.numpy.sum(tr.gamma(tr.PRNGKey(0), a, (3,)))
+
+
+def _gamma_scaled(a):
+    return tp.numpy.sum(tr.gamma(tr.PRNGKey(0), tp.lax.stop_gradient(a), (3,)) * a)
+
+
+def test_gamma_samples_refuse_a_derivative_in_their_shape():
+    """Differentiating the rejection loop with its draws held fixed is not JAX's implicit
+    reparameterization (a different estimator): an error until that is built."""
+    with pytest.raises(tp.errors.TranspileError, match="random.gamma: the derivative"):
+        tp.grad(_gamma_total)(np.float32(2.0))
+    samples = np.asarray(tr.gamma(tr.PRNGKey(0), np.float32(2.0), (3,)))
+    np.testing.assert_allclose(tp.grad(_gamma_scaled)(np.float32(2.0)), samples.sum(),
+                               rtol=1e-6)

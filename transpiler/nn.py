@@ -3,7 +3,7 @@
 Each function follows ``jax.nn``'s formula (so results, dtypes and the handling of
 infinities match), written with numerically stable forms: softmax subtracts the row
 maximum, ``logsumexp`` treats all ``-inf`` rows like JAX, ``softplus`` is
-``logaddexp(x, 0)``. ``erf`` (not a StableHLO op) is XLA's float32 rational approximation.
+``logaddexp(x, 0)``. ``erf`` and ``erf_inv`` come from `transpiler.lax.special`.
 """
 
 from __future__ import annotations
@@ -14,83 +14,12 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler import numpy as jnp
+from transpiler.lax.special import const_like, erf, erf_inv, float_operand
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives.core import abstractify, normalize_axes, normalize_axis
 
 Axis = Union[None, int, Sequence[int]]
-
-
-def _float_operand(x: Any) -> Any:
-    """`x` as an inexact array (ints and bools promote to the default float, like JAX)."""
-    aval = abstractify(x)
-    if dtypes.is_float(aval.dtype):
-        return conv.convert_element_type(x, dtype=aval.dtype, weak_type=aval.weak_type)
-    return conv.convert_element_type(x, dtype=dtypes.default_float(), weak_type=aval.weak_type)
-
-
-def _const(value: float, like: Any) -> Any:
-    """A scalar constant in `like`'s dtype (so float16 inputs stay float16)."""
-    return np.array(value, abstractify(like).dtype)
-
-
-# --- special functions ---------------------------------------------------------------------
-
-_ERF_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-              -1.60960333262415e-02)
-_ERF_BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-             -7.37332916720468e-03, -1.42647390514189e-02)
-
-
-def _horner(x: Any, coefficients: Sequence[float]) -> Any:
-    p = _const(coefficients[0], x)
-    for c in coefficients[1:]:
-        p = p * x + _const(c, x)
-    return p
-
-
-def erf(x: Any) -> Any:
-    """The error function: XLA's float32 rational approximation ``x P(x^2) / Q(x^2)`` on
-    ``[-4, 4]`` (erf is +-1 to float32 precision beyond), accurate to a few float32 ulps.
-    Half types compute in float32; float64 inputs get float32 accuracy."""
-    x = _float_operand(x)
-    dt = abstractify(x).dtype
-    work = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    xw = jnp.clip(conv.convert_element_type(x, dtype=work), -4.0, 4.0)
-    x2 = xw * xw
-    out = xw * _horner(x2, _ERF_ALPHA) / _horner(x2, _ERF_BETA)
-    return conv.convert_element_type(out, dtype=dt)
-
-
-def _polynomial(x: Any, coefficients: Sequence[Any]) -> Any:
-    """Horner's rule, highest-degree coefficient first."""
-    p = coefficients[0]
-    for c in coefficients[1:]:
-        p = c + p * x
-    return p
-
-
-_ERFINV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def erf_inv(x: Any) -> Any:
-    """Inverse error function: XLA's float32 approximation (Giles), as ``lax.erf_inv``."""
-    dt = abstractify(x, 0, "erf_inv").dtype
-    dt = dt if dtypes.is_float(dt) else dtypes.default_float()
-    work = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    x = conv.convert_element_type(x, dtype=work)
-    w = -jnp.log1p(-(x * x))
-    small = w < 5.0
-    w = jnp.where(small, w - 2.5, jnp.sqrt(w) - 3.0)
-    coefficients = [jnp.where(small, np.array(a, work), np.array(b, work))
-                    for a, b in zip(_ERFINV_SMALL, _ERFINV_LARGE)]
-    result = _polynomial(w, coefficients) * x
-    result = jnp.where(jnp.abs(x) == 1.0, x * np.array(np.inf, work), result)
-    return conv.convert_element_type(result, dtype=dt)
 
 
 # --- activations ---------------------------------------------------------------------------
@@ -113,17 +42,17 @@ def sigmoid(x: Any) -> Any:
 
 def log_sigmoid(x: Any) -> Any:
     """``log(sigmoid(x))`` computed stably as ``-softplus(-x)``."""
-    return -softplus(-_float_operand(x))
+    return -softplus(-float_operand(x))
 
 
 def softplus(x: Any) -> Any:
     """``log(1 + exp(x))`` computed stably as ``logaddexp(x, 0)``."""
-    return jnp.logaddexp(_float_operand(x), 0)
+    return jnp.logaddexp(float_operand(x), 0)
 
 
 def silu(x: Any) -> Any:
     """``x * sigmoid(x)`` (also called swish)."""
-    x = _float_operand(x)
+    x = float_operand(x)
     return x * sigmoid(x)
 
 
@@ -132,14 +61,14 @@ swish = silu
 
 def elu(x: Any, alpha: Any = 1.0) -> Any:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``; exp only sees non-positive values."""
-    x = _float_operand(x)
+    x = float_operand(x)
     safe_x = jnp.where(x > 0, 0.0, x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
 
 
 def celu(x: Any, alpha: Any = 1.0) -> Any:
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
-    x = _float_operand(x)
+    x = float_operand(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -175,12 +104,12 @@ hard_silu = hard_swish
 
 def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit: the tanh approximation, or ``x * Phi(x)`` through erf."""
-    x = _float_operand(x)
+    x = float_operand(x)
     if approximate:
-        sqrt_2_over_pi = _const(np.sqrt(2 / np.pi), x)
-        cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + _const(0.044715, x) * (x ** 3))))
+        sqrt_2_over_pi = const_like(np.sqrt(2 / np.pi), x)
+        cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + const_like(0.044715, x) * (x ** 3))))
         return x * cdf
-    return x * (0.5 * (1.0 + erf(x * _const(np.sqrt(0.5), x))))
+    return x * (0.5 * (1.0 + erf(x * const_like(np.sqrt(0.5), x))))
 
 
 # --- normalizers and reductions ------------------------------------------------------------
@@ -199,7 +128,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
     """``log(sum(b * exp(a), axis))``, stably: the maximum is factored out (and replaced by
     0 when it is infinite, so all ``-inf`` rows give ``-inf`` as in JAX). With `b`, a
     negative sum gives NaN unless ``return_sign=True`` (then ``(log|sum|, sign)``)."""
-    a = _float_operand(a)
+    a = float_operand(a)
     if b is not None:
         a, b = jnp.asarray(a), jnp.asarray(b)
         dt = jnp.result_type(a, b)
@@ -226,7 +155,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
 
 def softmax(x: Any, axis: Axis = -1) -> Any:
     """``exp(x) / sum(exp(x), axis)``, computed as ``exp(x - max(x))`` to avoid overflow."""
-    x = _float_operand(x)
+    x = float_operand(x)
     x_max = jnp.max(x, axis=axis, keepdims=True)
     unnormalized = jnp.exp(x - x_max)
     return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
@@ -235,7 +164,7 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x, axis)``, shifted by the maximum for stability (rows that are all
     ``-inf`` or hold ``+inf`` give NaN, as in JAX)."""
-    x = _float_operand(x)
+    x = float_operand(x)
     shifted = x - jnp.max(x, axis=axis, keepdims=True)
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
@@ -243,7 +172,7 @@ def log_softmax(x: Any, axis: Axis = -1) -> Any:
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
                 epsilon: float = 1e-5) -> Any:
     """``(x - mean) / sqrt(variance + epsilon)`` along `axis`."""
-    x = _float_operand(x)
+    x = float_operand(x)
     if mean is None:
         mean = jnp.mean(x, axis=axis, keepdims=True)
     if variance is None:
@@ -274,6 +203,5 @@ __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish
            "hard_silu", "gelu", "erf", "erf_inv", "logsumexp", "softmax", "log_softmax",
            "standardize", "one_hot", "initializers"]
 
-# ``jax.nn.initializers`` (imported last: transpiler.random, which it draws from, imports
-# this module's erf)
+# ``jax.nn.initializers`` (imported last, as the other names are this module's)
 from transpiler import initializers  # noqa: E402

@@ -25,7 +25,7 @@ from transpiler import numpy as jnp
 from transpiler.config import config
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import shape as sp
-from transpiler.nn import erf, erf_inv
+from transpiler.lax.special import erf, erf_inv
 from transpiler.primitives.core import (ShapedArray, Tracer, abstractify, broadcast_shapes,
                                         dtype_error, shape_error)
 from transpiler.prng import (_hash_shape, _partitionable, _prefix,

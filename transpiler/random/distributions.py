@@ -2,8 +2,10 @@
 draws, so that a key gives JAX's values: exponential, laplace, logistic, cauchy, pareto,
 lognormal, weibull_min, rayleigh, wald, triangular, maxwell, double_sided_maxwell,
 rademacher, geometric, multivariate_normal and orthogonal (through `jnp.linalg`'s
-Cholesky/eigh/SVD and QR). The samplers built on gamma draws (gamma, beta, dirichlet, t,
-chisquare, f, poisson, binomial) are not here yet.
+Cholesky/eigh/SVD and QR), and the gamma family: gamma and loggamma (Marsaglia and
+Tsang's rejection method, one draw per element in a `lax.map`), beta, dirichlet,
+chisquare and t. Not yet: f, poisson, binomial, and the derivative of a gamma sample with
+respect to its shape (JAX's implicit reparameterization).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import TranspileError, user_location
 from transpiler import numpy as jnp
+from transpiler.lax.control import while_loop
+from transpiler.lax.loops import map as lax_map
 from transpiler.numpy import linalg as jla
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify, broadcast_shapes, dtype_error, shape_error
@@ -29,6 +34,12 @@ def _shape_of(name: str, shape: Optional[Shape], *params: Any) -> tuple[int, ...
         return broadcast_shapes(name, *(abstractify(p, 0, name).shape for p in params))
     shape = static_shape(name, shape)
     check_param_shape(name, shape, *params)
+    return shape
+
+
+def _static_shape_checked(name: str, shape: Any, *param_shapes: tuple) -> tuple[int, ...]:
+    shape = static_shape(name, shape)
+    broadcast_shapes(name, shape, *param_shapes)
     return shape
 
 
@@ -242,6 +253,170 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None,
     return jnp.swapaxes(x, -1, -2) if n < m else x
 
 
-__all__ = ["cauchy", "double_sided_maxwell", "exponential", "geometric", "laplace",
-           "logistic", "lognormal", "maxwell", "multivariate_normal", "orthogonal", "pareto",
-           "rademacher", "rayleigh", "triangular", "wald", "weibull_min"]
+# --- the gamma family -------------------------------------------------------------------------
+
+def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
+    """One Gamma(alpha) draw by Marsaglia and Tsang's method, JAX's exactly: rejection
+    rounds of a normal and a uniform draw (three-way key splits), alpha < 1 boosted to
+    alpha + 1 and scaled by ``u^(1/alpha)`` (added as ``log(u) / alpha`` in log space)."""
+    dtype = abstractify(alpha).dtype
+    one = np.array(1, dtype)
+    boost_mask = alpha >= one
+    alpha_orig = alpha
+    alpha = jnp.where(boost_mask, alpha, alpha + one)
+    d = alpha - np.array(1 / 3, dtype)
+    c = np.array(1 / 3, dtype) / jnp.sqrt(d)
+
+    def rejected(x2: Any, v3: Any, u: Any) -> Any:
+        squeeze = u >= one - np.array(0.0331, dtype) * (x2 * x2)
+        return squeeze & (jnp.log(u) >= x2 * np.array(0.5, dtype) + d * (one - v3 + jnp.log(v3)))
+
+    # JAX nests a loop of normal draws (until v > 0) in the rejection loop; nested loops
+    # drawing random bits crashed IREE 3.13, so one loop runs both: `inner` says whether a
+    # round's normal draws are under way, and each step computes every candidate and
+    # selects, so the keys advance exactly as in JAX's two loops.
+    def unfinished(state: tuple) -> Any:
+        _, _, _, _, x2, v3, u, inner = state
+        return inner | rejected(x2, v3, u)
+
+    def step(state: tuple) -> tuple:
+        key, x_key, u_key, v, x2, v3, u, inner = state
+        fresh = split(key, 3)  # a new round: key, the normal draws' key, the uniform's
+        key = jnp.where(inner, key, fresh[0])
+        x_key = jnp.where(inner, x_key, fresh[1])
+        u_key = jnp.where(inner, u_key, fresh[2])
+        pair = split(x_key)
+        x_key = pair[0]
+        x = normal(pair[1], (), dtype)
+        v = one + x * c
+        done = v > 0
+        x2 = jnp.where(done, x * x, x2)
+        v3 = jnp.where(done, v * v * v, v3)
+        u = jnp.where(done, uniform(u_key, (), dtype), u)
+        return key, x_key, u_key, v, x2, v3, u, ~done
+
+    keys = split(key)
+    zero_key = jnp.zeros((2,), dtypes.uint32)
+    state = (keys[0], zero_key, zero_key, -one, np.array(0, dtype), one, np.array(2, dtype),
+             np.array(False))
+    v = while_loop(unfinished, step, state)[5]
+    if log_space:
+        log_samples = -exponential(keys[1], (), dtype)
+        log_boost = jnp.where(boost_mask | (log_samples == 0), np.array(0, dtype),
+                              log_samples * (one / alpha_orig))
+        return jnp.log(d) + jnp.log(v) + log_boost
+    samples = 1 - uniform(keys[1], (), dtype)
+    boost = jnp.where(boost_mask, one, jnp.power(samples, one / alpha_orig))
+    return d * v * boost
+
+
+def _sampled_shape(a: Any) -> Any:
+    """`a` itself; differentiating through it is an error (`_underivable` below)."""
+    return a
+
+
+def _shape_derivative(*args: Any) -> Any:
+    raise TranspileError(
+        "random.gamma: the derivative of a gamma sample with respect to its shape `a` is "
+        "not implemented yet (JAX's implicit reparameterization needs the derivative of "
+        "the incomplete gamma function)", user_location(),
+        "wrap the shape in lax.stop_gradient if the samples need no derivative in it")
+
+
+def _underivable() -> None:
+    """Make `_sampled_shape` a custom_vjp whose derivative raises: without it, reverse and
+    forward mode would differentiate the rejection loop with its draws held fixed, which
+    is a different (biased) estimator from JAX's -- a silent wrong answer."""
+    from transpiler.transforms.reverse.custom_vjp import CustomVJP  # upward: the transforms
+    wrapped = CustomVJP(_sampled_shape)
+    wrapped.defvjp(_shape_derivative, _shape_derivative)
+    wrapped.nondifferentiable = True
+    globals()["_sampled_shape"] = wrapped
+
+
+_underivable()
+
+
+def _gamma(name: str, key: Any, a: Any, shape: Optional[Shape], dtype: Any,
+           log_space: bool) -> Any:
+    check_key(name, key)
+    dt = float_dtype(name, dtype)
+    shape = _shape_of(name, shape, a)
+    a = jnp.broadcast_to(conv.convert_element_type(_sampled_shape(a), dtype=dt), shape)
+    size = int(np.prod(shape, dtype=np.int64))
+    if size == 0:
+        return jnp.zeros(shape, dt)
+    keys = jnp.reshape(split(key, size), (size, 2))
+    samples = lax_map(lambda pair: _gamma_one(pair[0], pair[1], log_space),
+                      (keys, jnp.reshape(a, (size,))))
+    return jnp.reshape(samples, shape)
+
+
+def gamma(key: Any, a: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Gamma(a) samples (unit scale): Marsaglia and Tsang's rejection method, one draw per
+    element (JAX's algorithm and key splitting). Not differentiable in `a` yet."""
+    return _gamma("gamma", key, a, shape, dtype, log_space=False)
+
+
+def loggamma(key: Any, a: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """``log`` of Gamma(a) samples, computed in log space (accurate for small `a`)."""
+    return _gamma("loggamma", key, a, shape, dtype, log_space=True)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Beta(a, b) samples ``G_a / (G_a + G_b)`` from two log-gamma draws."""
+    check_key("beta", key)
+    dt = float_dtype("beta", dtype)
+    shape = _shape_of("beta", shape, a, b)
+    key_a, key_b = _two_keys(key)
+    a = jnp.broadcast_to(conv.convert_element_type(a, dtype=dt), shape)
+    b = jnp.broadcast_to(conv.convert_element_type(b, dtype=dt), shape)
+    log_a = loggamma(key_a, a, shape, dt)
+    log_b = loggamma(key_b, b, shape, dt)
+    log_max = jnp.maximum(log_a, log_b)
+    scaled_a, scaled_b = jnp.exp(log_a - log_max), jnp.exp(log_b - log_max)
+    return scaled_a / (scaled_a + scaled_b)
+
+
+def dirichlet(key: Any, alpha: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Dirichlet(alpha) samples over the last axis: a softmax of log-gamma draws."""
+    check_key("dirichlet", key)
+    dt = float_dtype("dirichlet", dtype)
+    alpha_shape = abstractify(alpha, 1, "dirichlet").shape
+    if len(alpha_shape) < 1:
+        raise shape_error(f"random.dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
+                          f"{len(alpha_shape)}")
+    if shape is None:
+        shape = alpha_shape[:-1]
+    else:
+        shape = _static_shape_checked("dirichlet", shape, alpha_shape[:-1])
+    alpha = conv.convert_element_type(alpha, dtype=dt)
+    log_gamma = loggamma(key, alpha, shape + alpha_shape[-1:], dt)
+    unnormalized = jnp.exp(log_gamma - jnp.max(log_gamma, axis=-1, keepdims=True))
+    return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)  # (a softmax)
+
+
+def chisquare(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Chi-squared samples ``2 exp(loggamma(df / 2))``."""
+    check_key("chisquare", key)
+    dt = float_dtype("chisquare", dtype)
+    shape = _shape_of("chisquare", shape, df)
+    half = conv.convert_element_type(df, dtype=dt) / np.array(2, dt)
+    return jnp.exp(loggamma(key, half, shape, dt)) * np.array(2, dt)
+
+
+def t(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
+    """Student's t samples ``z sqrt((df / 2) / G(df / 2))``."""
+    check_key("t", key)
+    dt = float_dtype("t", dtype)
+    shape = _shape_of("t", shape, df)
+    key_n, key_g = _two_keys(key)
+    n = normal(key_n, shape, dt)
+    half = conv.convert_element_type(df, dtype=dt) / np.array(2, dt)
+    return n * jnp.sqrt(half / gamma(key_g, half, shape, dt))
+
+
+__all__ = ["beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell", "exponential",
+           "gamma", "geometric", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+           "multivariate_normal", "orthogonal", "pareto", "rademacher", "rayleigh", "t",
+           "triangular", "wald", "weibull_min"]

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from transpiler import dtypes
 from transpiler import numpy as jnp
+from transpiler.lax.loops import fori_loop
 from transpiler.lax import linalg as la
 from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
 from transpiler.numpy import linalg as jla
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu",
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu",
            "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
 
 
@@ -172,3 +174,70 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
         raise ValueError(f"qr: unsupported mode {mode!r}; expected 'full', 'economic' or 'r'")
     q, r = la.qr(a, full_matrices=mode != "economic")
     return (r,) if mode == "r" else (q, r)
+
+
+# --- the matrix exponential -------------------------------------------------------------------
+# Higham's scaling and squaring (SIAM J. Matrix Anal. Appl. 26, 2005), as JAX and SciPy do:
+# scale A by 2^-s until its 1-norm is below the Pade approximant's bound, take the [m/m]
+# Pade approximant r(A) = q(A)^-1 p(A), square s times. JAX picks the degree m from the
+# norm (3/5/7 in float32, 3/5/7/9/13 in float64) with a `switch`; here the highest degree
+# always serves (equally accurate at every norm below the bound, and every operation maps
+# over leading batch dimensions, where a switch per matrix would not).
+
+_PADE7 = (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.)
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+           129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+           40840800., 960960., 16380., 182., 1.)
+
+
+def _pade7(a: Any, eye: Any) -> tuple[Any, Any]:
+    b = _PADE7
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye)
+    v = b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
+    return u, v
+
+
+def _pade13(a: Any, eye: Any) -> tuple[Any, Any]:
+    b = _PADE13
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4
+             + b[3] * a2 + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 \
+        + b[0] * eye
+    return u, v
+
+
+def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
+    """The matrix exponential of each matrix in `A` (``(..., n, n)``); NaN where more than
+    `max_squarings` squarings would be needed, as in JAX."""
+    a = jnp.asarray(A)
+    if not dtypes.is_float(a.dtype):
+        a = a.astype(dtypes.default_float())
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"expm: expected a (batched) square matrix, got shape {a.shape}")
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"expm: A.dtype={a.dtype} is not supported (float32 and float64 are)")
+    wide = a.dtype == np.float64
+    bound = 5.371920351148152 if wide else 3.925724783138660
+    norm1 = jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1)
+    squarings = jnp.maximum(0.0, jnp.floor(jnp.log2(norm1 / bound)))
+    a = a / jnp.expand_dims(2.0 ** squarings, (-1, -2)).astype(a.dtype)
+    eye = jnp.eye(a.shape[-1], dtype=a.dtype)
+    u, v = _pade13(a, eye) if wide else _pade7(a, eye)
+    p, q = u + v, v - u
+    if upper_triangular:
+        r = la.triangular_solve(q, p, left_side=True, lower=False)
+    else:
+        r = jla.solve(q, p)
+
+    def square(i: Any, m: Any) -> Any:
+        return jnp.where(jnp.expand_dims(i < squarings, (-1, -2)), m @ m, m)
+
+    r = fori_loop(0, max_squarings, square, r)
+    too_many = jnp.expand_dims(squarings > max_squarings, (-1, -2))
+    return jnp.where(too_many, jnp.full_like(r, np.nan), r)
