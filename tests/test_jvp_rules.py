@@ -26,7 +26,7 @@ import pytest
 import transpiler as tp
 from tests.test_vjp_rules import (EXTRA, RECORDED, _as_float64, _is_float, _jax_cases,
                                   _params64, _signature, _tied_operand, _tied_updates, _ties,
-                                  _unique, _x)
+                                  _unique, _x, carries_derivative, pairing, random_like)
 from transpiler import dtypes
 from transpiler.config import config
 from transpiler.primitives import REGISTRY
@@ -95,18 +95,18 @@ def _check_finite_differences(prim: Any, args: tuple, params: dict,
     """Each floating operand's tangent alone against central differences; returns how
     many elements were compared (kinks, where one-sided differences disagree, are not)."""
     args, params, out = _prepared(prim, args, params)
-    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+    if carries_derivative(out) and not np.all(np.isfinite(out)):
         return 0
     label = _signature(prim, args, params)
     compared = 0
     for i, x in enumerate(args):
         if not _is_float(x):
             continue
-        v = rng.standard_normal(x.shape)
+        v = random_like(rng, x)
         tangents = [v if j == i else None for j in range(len(args))]
         t = np.asarray(_jvp(prim, args, tangents, params, out))
         assert t.shape == out.shape, f"{label}: operand {i}: tangent shape {t.shape}"
-        if out.dtype.kind != "f":  # integer/bool results carry no derivative
+        if not carries_derivative(out):  # integer/bool results carry no derivative
             np.testing.assert_array_equal(t, 0, err_msg=label)
             continue
         assert t.dtype == out.dtype, f"{label}: operand {i}: tangent dtype {t.dtype}"
@@ -114,7 +114,7 @@ def _check_finite_differences(prim: Any, args: tuple, params: dict,
         def f(step: float, i: int = i, x: np.ndarray = x, v: np.ndarray = v) -> np.ndarray:
             moved = list(args)
             moved[i] = x + step * v
-            return np.asarray(prim.bind(*moved, **params), np.float64)
+            return np.asarray(prim.bind(*moved, **params), out.dtype)
 
         plus, minus = f(EPS), f(-EPS)
         central = (plus - minus) / (2 * EPS)
@@ -140,10 +140,10 @@ def test_jvp_matches_finite_differences(name, monkeypatch):
 
 def _check_transpose(prim: Any, args: tuple, params: dict, rng: np.random.Generator) -> bool:
     args, params, out = _prepared(prim, args, params)
-    if out.dtype.kind != "f" or not np.all(np.isfinite(out)):
+    if not carries_derivative(out) or not np.all(np.isfinite(out)):
         return False
-    u = rng.standard_normal(out.shape)
-    tangents = [rng.standard_normal(a.shape) if _is_float(a) else None for a in args]
+    u = random_like(rng, out)
+    tangents = [random_like(rng, a) if _is_float(a) else None for a in args]
     if all(t is None for t in tangents):
         return False
     jvp = np.asarray(_jvp(prim, args, tangents, params, out))
@@ -151,8 +151,8 @@ def _check_transpose(prim: Any, args: tuple, params: dict, rng: np.random.Genera
     pairs = [(np.asarray(bar), v) for bar, v in zip(bars, tangents) if v is not None]
     if not (np.all(np.isfinite(jvp)) and all(np.all(np.isfinite(b)) for b, _ in pairs)):
         return False
-    lhs = float(np.sum(u * jvp))
-    rhs = sum(float(np.sum(bar * v)) for bar, v in pairs)
+    lhs = pairing(u, jvp)
+    rhs = sum(pairing(bar, v) for bar, v in pairs)
     scale = float(np.sum(np.abs(u * jvp))) + sum(float(np.sum(np.abs(b * v))) for b, v in pairs)
     assert abs(lhs - rhs) <= 1e-8 * scale + 1e-12, (
         f"{_signature(prim, args, params)}: <u, jvp(v)> = {lhs} but <vjp(u), v> = {rhs}")
@@ -179,7 +179,7 @@ def test_tangents_have_the_output_shape_and_dtype(name):
     calls += [(tuple(to_bf16(a) for a in args), params) for args, params in calls]
     for args, params in calls:
         out = prim.bind(*args, **params)
-        floats = [isinstance(a, np.ndarray) and dtypes.is_float(a.dtype) for a in args]
+        floats = [isinstance(a, np.ndarray) and dtypes.is_inexact(a.dtype) for a in args]
         tangents = [np.ones(a.shape, a.dtype) if f else None for a, f in zip(args, floats)]
         t = _jvp(prim, args, tangents, params, out)
         label = _signature(prim, args, params)
@@ -187,7 +187,7 @@ def test_tangents_have_the_output_shape_and_dtype(name):
             assert t is None, label
             continue
         assert t.shape == out.shape, f"{label}: tangent shape {t.shape} for {out.shape}"
-        if dtypes.is_float(out.dtype):
+        if dtypes.is_inexact(out.dtype):
             assert t.dtype == out.dtype, f"{label}: tangent {t.dtype} for {out.dtype}"
 
 

@@ -26,7 +26,9 @@ def _close(got, want, rtol, atol, label):
     if got.dtype == bool or want.dtype == bool:
         np.testing.assert_array_equal(got, want, err_msg=label)
     else:
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+        wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+        assert np.iscomplexobj(got) == np.iscomplexobj(want), f"{label}: {got.dtype} {want.dtype}"
+        np.testing.assert_allclose(got.astype(wide), want.astype(wide),
                                    rtol=rtol, atol=atol, err_msg=label, equal_nan=True)
 
 

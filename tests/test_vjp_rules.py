@@ -131,6 +131,9 @@ EXTRA: dict[str, list[tuple[tuple, dict]]] = {
 # --- the numerical check ---------------------------------------------------------------------
 
 def _as_float64(value: Any) -> Any:
+    """Floats to float64, complex numbers to complex128."""
+    if isinstance(value, np.ndarray) and dtypes.is_complex(value.dtype):
+        return np.asarray(value, np.complex128)
     if isinstance(value, float) or (isinstance(value, np.ndarray)
                                     and dtypes.is_float(value.dtype)):
         return np.asarray(value, np.float64)
@@ -142,13 +145,33 @@ def _params64(params: dict) -> dict:
     for key, value in params.items():
         is_dtype = isinstance(value, np.dtype) or (isinstance(value, type)
                                                    and issubclass(value, np.generic))
-        out[key] = np.dtype(np.float64) if is_dtype and dtypes.is_float(np.dtype(value)) \
-            else value
+        if is_dtype and dtypes.is_inexact(np.dtype(value)):
+            value = np.dtype(np.complex128 if dtypes.is_complex(np.dtype(value)) else np.float64)
+        out[key] = value
     return out
 
 
 def _is_float(value: Any) -> bool:
-    return isinstance(value, np.ndarray) and value.dtype == np.float64
+    """Whether a (float64-replayed) operand carries a derivative: float64 or complex128."""
+    return isinstance(value, np.ndarray) and value.dtype in (np.float64, np.complex128)
+
+
+def random_like(rng: np.random.Generator, x: Any) -> np.ndarray:
+    """A random direction (or cotangent) shaped like `x`: complex where `x` is."""
+    shape = np.shape(x)
+    if np.iscomplexobj(x):
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return rng.standard_normal(shape)
+
+
+def pairing(a: Any, b: Any) -> float:
+    """``Re sum(a * b)``: the pairing under which JAX's VJPs are the transposes of its JVPs
+    (no conjugation), which for real arrays is the dot product."""
+    return float(np.real(np.sum(np.asarray(a) * np.asarray(b))))
+
+
+def carries_derivative(out: np.ndarray) -> bool:
+    return out.dtype.kind in "fc"
 
 
 def _check_call(prim: Any, args: tuple, params: dict, rng: np.random.Generator) -> int:
@@ -157,9 +180,9 @@ def _check_call(prim: Any, args: tuple, params: dict, rng: np.random.Generator) 
     args = tuple(_as_float64(a) for a in args)
     params = _params64(params)
     out = np.asarray(prim.bind(*args, **params))
-    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+    if carries_derivative(out) and not np.all(np.isfinite(out)):
         return 0
-    u = rng.standard_normal(out.shape)
+    u = random_like(rng, out)
     bars = evaluate_vjp(prim.vjp, args, params, out, u)
     label = _signature(prim, args, params)
     checked = 0
@@ -169,23 +192,23 @@ def _check_call(prim: Any, args: tuple, params: dict, rng: np.random.Generator) 
         assert bars[i] is not None, f"{label}: no cotangent for float operand {i}"
         bar = np.asarray(bars[i])
         assert bar.shape == x.shape, f"{label}: operand {i} bar shape {bar.shape} != {x.shape}"
-        assert bar.dtype == np.float64, f"{label}: operand {i} bar dtype {bar.dtype}"
-        if out.dtype.kind != "f":  # integer/bool results carry no derivative
+        assert bar.dtype == x.dtype, f"{label}: operand {i} bar dtype {bar.dtype}"
+        if not carries_derivative(out):  # integer/bool results carry no derivative
             np.testing.assert_array_equal(bar, 0, err_msg=label)
             continue
-        v = rng.standard_normal(x.shape)
+        v = random_like(rng, x)
 
         def f(step: float) -> np.ndarray:
             moved = list(args)
             moved[i] = x + step * v
-            return np.asarray(prim.bind(*moved, **params), np.float64)
+            return np.asarray(prim.bind(*moved, **params), out.dtype)
 
         plus, minus = f(EPS), f(-EPS)
         central = (plus - minus) / (2 * EPS)
         forward, backward = (plus - out) / EPS, (out - minus) / EPS
         if not np.allclose(forward, backward, rtol=1e-3, atol=1e-3):
             continue  # at a kink: finite differences mean nothing here
-        lhs, rhs = float(np.sum(bar * v)), float(np.sum(u * central))
+        lhs, rhs = pairing(bar, v), pairing(u, central)
         scale = float(np.sum(np.abs(bar * v)) + np.sum(np.abs(u * central)))
         assert abs(lhs - rhs) <= RTOL * scale + 1e-9, (
             f"{label}: operand {i}: <bar, v> = {lhs} but finite differences give {rhs}")
@@ -221,7 +244,7 @@ def test_bars_have_the_operand_shape_and_dtype(name):
         out = prim.bind(*args, **params)
         u = np.ones(out.shape, out.dtype)
         for i, (x, bar) in enumerate(zip(args, evaluate_vjp(prim.vjp, args, params, out, u))):
-            if not (isinstance(x, np.ndarray) and dtypes.is_float(x.dtype)):
+            if not (isinstance(x, np.ndarray) and dtypes.is_inexact(x.dtype)):
                 continue
             label = f"{_signature(prim, args, params)} operand {i}"
             assert bar is not None, label

@@ -26,7 +26,7 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             float16, bfloat16, float32, float64)
+             float16, bfloat16, float32, float64, complex64, complex128)
 
 # The lattice: each node lists the nodes directly above it. "i*", "f*", "c*" are the weak
 # types of Python int, float and complex. Mirrors jax._src.dtypes._type_promotion_lattice.
@@ -151,6 +151,27 @@ def scalar_dtype(value: Any) -> tuple[np.dtype, bool]:
 
 def is_float(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or dtype == bfloat16
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """Floating or complex: the dtypes that carry derivatives."""
+    return is_float(dtype) or is_complex(dtype)
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of a complex dtype's parts (other dtypes are their own)."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def complex_dtype(dtype: np.dtype) -> np.dtype:
+    """The complex dtype whose parts have `dtype` (complex64 for float types below 64 bits)."""
+    if is_complex(dtype):
+        return dtype
+    return complex128 if dtype == float64 else complex64
 
 
 def is_int(dtype: np.dtype) -> bool:

@@ -20,6 +20,7 @@ max, min = ew.maximum, ew.minimum  # noqa: A001
 exp, log, sin, cos, tanh, sqrt, rsqrt = ew.exp, ew.log, ew.sin, ew.cos, ew.tanh, ew.sqrt, ew.rsqrt
 logistic, integer_pow_p = ew.logistic, conv.integer_pow
 shift_left, shift_right_logical = ew.left_shift, ew.right_shift
+real, imag, conj, complex = ew.real, ew.imag, ew.conj, ew.complex_  # noqa: A001
 
 
 def stop_gradient(x: Any) -> Any:
@@ -28,8 +29,7 @@ def stop_gradient(x: Any) -> Any:
     floating leaves go through the primitive, others are returned as they are (as in JAX)."""
     def stop(leaf: Any) -> Any:
         dtype = abstractify(leaf, 0, "stop_gradient").dtype
-        inexact = dtypes.is_float(dtype) or dtype.kind == "c"
-        return conv.stop_gradient(leaf) if inexact else leaf
+        return conv.stop_gradient(leaf) if dtypes.is_inexact(dtype) else leaf
     return tree_util.tree_map(stop, x)
 
 

@@ -23,6 +23,8 @@ def element_type(dtype: np.dtype) -> ir.Type:
         return ir.IntegerType.get_signless(dtype.itemsize * 8)
     if dtype.kind == "u":
         return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
+    if dtypes.is_complex(dtype):
+        return ir.ComplexType.get(element_type(dtypes.real_dtype(dtype)))
     factory = {dtypes.float16: ir.F16Type, dtypes.bfloat16: ir.BF16Type,
                dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type}.get(dtype)
     if factory is None:
@@ -52,7 +54,7 @@ def attr(text: str) -> ir.Attribute:
 
 
 def compare_type(dtype: np.dtype) -> str:
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return "FLOAT"
     if dtype.kind == "u" or dtype == dtypes.bool_:
         return "UNSIGNED"
@@ -110,6 +112,8 @@ class LoweringContext:
     def constant(self, value: Any, dtype: np.dtype, shape: Sequence[int] = ()) -> ir.Value:
         """A constant tensor; a scalar `value` is broadcast to `shape`."""
         array = np.array(value, dtype=dtype, order="C")
+        if dtypes.is_complex(dtype):
+            return self._complex_constant(array, dtype, shape)
         ttype = tensor_type(array.shape, dtype)
         const = ir.Operation.create("stablehlo.constant", results=[ttype], attributes={
             "value": ir.DenseElementsAttr.get(array, type=ttype)}).result
@@ -117,12 +121,32 @@ class LoweringContext:
             return self.broadcast(const, ShapedArray((), dtype), shape)
         return const
 
+    def _complex_constant(self, array: np.ndarray, dtype: np.dtype,
+                          shape: Sequence[int]) -> ir.Value:
+        # Built from two real constants: IREE 3.13 hoists a dense complex constant into a
+        # global it then fails to initialize ("global ... has no value").
+        part = dtypes.real_dtype(dtype)
+        real, imag = self.constant(array.real, part, shape), self.constant(array.imag, part, shape)
+        out_shape = tuple(shape) if array.ndim == 0 and tuple(shape) else array.shape
+        return self.op("stablehlo.complex", [real, imag], tensor_type(out_shape, dtype))
+
     def convert(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:
         """Convert `value` (of `aval`) to `dtype` as JAX does: float -> bool is ``!= 0``;
         float -> integer rounds toward zero, saturates at the integer type's bounds and
-        takes NaN to 0 (``dtypes.float_to_int`` is the same in NumPy)."""
+        takes NaN to 0 (``dtypes.float_to_int`` is the same in NumPy); complex -> real
+        keeps the real part; integers become complex through their float type."""
         if aval.dtype == dtype:
             return value
+        if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(dtype) \
+                and dtype != dtypes.bool_:
+            part = dtypes.real_dtype(aval.dtype)
+            real = self.op("stablehlo.real", [value], tensor_type(aval.shape, part))
+            return self.convert(real, aval.update(dtype=part), dtype)
+        if dtypes.is_complex(dtype) and not dtypes.is_complex(aval.dtype):
+            part = dtypes.real_dtype(dtype)
+            real = self.convert(value, aval, part)
+            zero = self.constant(0, part, aval.shape)
+            return self.op("stablehlo.complex", [real, zero], tensor_type(aval.shape, dtype))
         if dtype == dtypes.bool_:
             zero = self.constant(0, aval.dtype, aval.shape)
             return self.compare(value, zero, "NE", aval.dtype, aval.shape)

@@ -10,6 +10,7 @@ import numpy as _np
 from transpiler import dtypes as _dtypes
 from transpiler.numpy.creation import *  # noqa: F401,F403
 from transpiler.numpy.math import *  # noqa: F401,F403
+from transpiler.numpy.complex_numbers import *  # noqa: F401,F403
 from transpiler.numpy.shape import *  # noqa: F401,F403
 from transpiler.numpy.joining import *  # noqa: F401,F403
 from transpiler.numpy.matrices import *  # noqa: F401,F403
@@ -27,6 +28,7 @@ bool_ = _dtypes.bool_.type
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
+complex64, complex128 = _np.complex64, _np.complex128
 bfloat16 = _dtypes.bfloat16.type
 dtype = _np.dtype
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None

@@ -194,8 +194,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = builtins.int(_static_number(num, "num", "linspace"))
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if dtype is None and builtins.any(dtypes.is_complex(abstractify(v).dtype)
+                                      for v in (start, stop)):
+        dtype = dtypes.default_complex()
     target = _canonical(dtype) or dtypes.default_float()
-    compute = target if dtypes.is_float(target) else dtypes.default_float()
+    compute = target if dtypes.is_inexact(target) else dtypes.default_float()
     start_a = astype(asarray(start), compute)
     stop_a = astype(asarray(stop), compute)
     div = (num - 1) if endpoint else num

@@ -21,7 +21,7 @@ from transpiler.primitives.core import Tracer, abstractify, normalize_axis, shap
 def _default_fill(dtype: np.dtype) -> Any:
     """JAX's fill for out-of-range gathers: NaN, the most negative signed int, the largest
     unsigned int, or True."""
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return np.nan
     if dtype == dtypes.bool_:
         return True

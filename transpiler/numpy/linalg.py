@@ -17,8 +17,8 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.numpy.creation import asarray, astype, identity
-from transpiler.numpy.math import (abs, conj, exp, isnan, multiply, not_equal, power, real, sqrt,
-                                   where)
+from transpiler.numpy.complex_numbers import conj, real
+from transpiler.numpy.math import abs, exp, isnan, multiply, not_equal, power, sqrt, where
 from transpiler.numpy.reductions import any as any_
 from transpiler.numpy.reductions import max, min, sum
 from transpiler.numpy.shape import broadcast_to, expand_dims, moveaxis, reshape, swapaxes

@@ -11,7 +11,6 @@ from transpiler import dtypes
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives.core import abstractify
-from transpiler.numpy import zeros_like
 
 # Primitives exposed under their NumPy names.
 exp, log, log1p, expm1, sqrt = ew.exp, ew.log, ew.log1p, ew.expm1, ew.sqrt
@@ -219,18 +218,3 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
     from transpiler.numpy import all as all_
     return all_(isclose(a, b, rtol, atol, equal_nan))
-
-
-def conj(x: Any) -> Any:
-    return x
-
-
-conjugate = conj
-
-
-def real(x: Any) -> Any:
-    return x
-
-
-def imag(x: Any) -> Any:
-    return zeros_like(x)

@@ -11,7 +11,8 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.numpy.creation import astype, eye, ones
-from transpiler.numpy.math import conj, multiply, where
+from transpiler.numpy.complex_numbers import conj
+from transpiler.numpy.math import multiply, where
 from transpiler.numpy.shape import broadcast_to, reshape, transpose
 from transpiler.primitives.core import (ShapedArray, abstractify, broadcast_shapes,
                                         normalize_axis, promote_avals, shape_error)

@@ -60,7 +60,7 @@ def _accumulating_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
-    return dtype if dtypes.is_float(dtype) else dtypes.default_float()
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
 
 
 def _axes(axis: Any, ndim: int, fn: str) -> tuple[int, ...]:
@@ -186,7 +186,8 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
-    """Variance ``mean(|a - mean(a)|**2) * n / (n - ddof)``; ints give the default float."""
+    """Variance ``mean(|a - mean(a)|**2) * n / (n - ddof)``; ints give the default float,
+    complex numbers their real dtype."""
     _no_out(out, "var")
     if where is not None:
         raise NotImplementedError("var: where= is not supported yet")
@@ -198,7 +199,12 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     work = ew.compute_dtype(_float_dtype(target))
     x = _cast(a, work)
     centered = ew.subtract(x, mean(x, axis=axes, keepdims=True))
-    squares = sum(ew.multiply(centered, centered), axis=axes, keepdims=keepdims)
+    if dtypes.is_complex(work):
+        target = dtypes.real_dtype(target)
+        squares = ew.real(ew.multiply(centered, ew.conj(centered)))
+    else:
+        squares = ew.multiply(centered, centered)
+    squares = sum(squares, axis=axes, keepdims=keepdims)
     divisor = builtins.max(_count(aval.shape, axes) - ddof, 0)
     return _cast(ew.true_divide(squares, float(divisor)), target)
 

@@ -18,8 +18,11 @@ def _convert_eval(x: ShapedArray, *, dtype: np.dtype, weak_type: bool = False) -
 
 
 def _convert_impl(x: np.ndarray, *, dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
-    if dtypes.is_float(x.dtype) and dtypes.is_int(np.dtype(dtype)):
-        return dtypes.float_to_int(x, np.dtype(dtype))
+    target = np.dtype(dtype)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(target) and target != dtypes.bool_:
+        x = np.real(x)  # JAX keeps the real part (NumPy warns, then does the same)
+    if dtypes.is_float(x.dtype) and dtypes.is_int(target):
+        return dtypes.float_to_int(x, target)
     with np.errstate(all="ignore"):
         return x.astype(dtype)
 
@@ -65,7 +68,10 @@ def _select_eval(pred: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArr
 
 def _select_impl(pred: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = np.asarray(x), np.asarray(y)
-    if x.dtype != y.dtype and not dtypes.is_float(x.dtype) and dtypes.is_float(y.dtype):
+    if dtypes.is_complex(x.dtype) or dtypes.is_complex(y.dtype):
+        dtype = dtypes.promote_types(x.dtype, y.dtype)
+        x, y = x.astype(dtype), y.astype(dtype)
+    elif x.dtype != y.dtype and not dtypes.is_float(x.dtype) and dtypes.is_float(y.dtype):
         x = x.astype(y.dtype)  # a weak Python number against bfloat16, which NumPy cannot
     elif x.dtype != y.dtype and not dtypes.is_float(y.dtype) and dtypes.is_float(x.dtype):
         y = y.astype(x.dtype)  # promote with integers
@@ -88,7 +94,7 @@ select = define("select", impl=_select_impl, abstract_eval=_select_eval, lower=_
 # integer_pow(x, y): x ** y for a static Python int y, by repeated squaring (exact for ints,
 # and defined for negative floats, unlike pow(x, 2.0) through exp/log).
 def _integer_pow_eval(x: ShapedArray, *, y: int) -> ShapedArray:
-    if y < 0 and not dtypes.is_float(x.dtype):
+    if y < 0 and not dtypes.is_inexact(x.dtype):
         raise dtype_error(f"integers to negative integer powers are not allowed ({x.dtype} ** {y})")
     return x
 

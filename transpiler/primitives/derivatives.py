@@ -89,7 +89,9 @@ elementwise(ew.tanh, x="{g} * (1 - jnp.square(out))")
 elementwise(ew.arctan, x="{g} / (1 + jnp.square(x))")
 elementwise(ew.logistic, x="{g} * out * (1 - out)")
 elementwise(ew.negative, x="-{g}")
-elementwise(ew.abs_, x="jnp.where(x >= 0, {g}, -{g})")  # JAX: +1 at 0
+# JAX: +1 at 0; of a complex x, the real part of {g} conj(x) / |x| (0 at 0).
+rules(ew.abs_, jvp=jvp_template(("x",), x="ad.abs_tangent(x_dot, x)"),
+      vjp=vjp_template(("x",), "x_bar = ad.abs_cotangent(out_bar, x)"))
 for _prim in (ew.floor, ew.ceil, ew.round_, ew.sign, ew.floor_divide):
     piecewise_constant(_prim)
 
@@ -108,6 +110,18 @@ elementwise(ew.maximum, x="{g} * ad.balanced_eq(x, out, y)", y="{g} * ad.balance
 elementwise(ew.minimum, x="{g} * ad.balanced_eq(x, out, y)", y="{g} * ad.balanced_eq(y, out, x)")
 elementwise(ew.arctan2, x="{g} * y / (jnp.square(x) + jnp.square(y))",
             y="-{g} * x / (jnp.square(x) + jnp.square(y))")
+
+# --- complex parts (linear over the reals; JAX's transposes, no conjugation) ----------------
+linear(ew.real, "lax.real({t})", "lax.complex({t}, jnp.zeros_like({t}))")
+linear(ew.imag, "lax.imag({t})", "lax.complex(jnp.zeros_like({t}), -{t})")
+linear(ew.conj, "lax.conj({t})", "lax.conj({t})")
+rules(ew.complex_,
+      jvp=jvp_template(("x", "y"), x="lax.complex(x_dot, jnp.zeros_like(x_dot))",
+                       y="lax.complex(jnp.zeros_like(y_dot), y_dot)"),
+      vjp=vjp_template(("x", "y"), """
+x_bar = ad.unbroadcast_like(lax.real(out_bar), x)
+y_bar = ad.unbroadcast_like(-lax.imag(out_bar), y)
+"""))
 
 # --- conversions, select, integer_pow -------------------------------------------------------
 rules(conv.convert_element_type,

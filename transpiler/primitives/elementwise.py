@@ -21,11 +21,27 @@ from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes
 #   "int":    integers and bools only (bitwise ops)
 #   "bool":   inputs are converted to bool, result is bool (logical ops)
 #   "test":   any number, result is bool (isnan, comparisons)
+# Complex operands are accepted by the ops in COMPLEX (as NumPy, JAX and IREE all define
+# them); the others refuse them by name, like JAX.
+COMPLEX = frozenset({
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "logistic",
+    "abs", "negative", "sign", "isnan", "isfinite", "add", "subtract", "multiply",
+    "true_divide", "power", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_not", "logical_and", "logical_or", "logical_xor"})
+
+
+def complex_error(name: str, dtype: np.dtype) -> Exception:
+    return dtype_error(f"{name} does not accept complex arguments, got {dtype}",
+                       "take jnp.real(x), jnp.imag(x) or jnp.abs(x) first")
 
 
 def _result_dtype(name: str, kind: str, dtype: np.dtype, weak: bool) -> tuple[np.dtype, bool]:
-    if kind == "float" and not dtypes.is_float(dtype):
+    if dtypes.is_complex(dtype) and name not in COMPLEX and kind != "int":
+        raise complex_error(name, dtype)
+    if kind == "float" and not dtypes.is_inexact(dtype):
         return dtypes.default_float(), weak
+    if name == "abs" and dtypes.is_complex(dtype):
+        return dtypes.real_dtype(dtype), weak
     if kind == "int" and not (dtypes.is_int(dtype) or dtype == dtypes.bool_):
         raise dtype_error(f"{name} requires integer or boolean arguments, got {dtype}")
     if kind == "number" and dtype == dtypes.bool_ and name in ("negative", "sign", "subtract"):
@@ -58,7 +74,7 @@ def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float
     def impl(x: np.ndarray) -> np.ndarray:
         if kind == "bool":
             operand_dtype = dtypes.bool_
-        elif kind == "test":
+        elif kind == "test" or (name == "abs" and dtypes.is_complex(x.dtype)):
             operand_dtype = x.dtype
         else:
             operand_dtype = abstract_eval(ShapedArray(x.shape, x.dtype)).dtype
@@ -105,6 +121,8 @@ def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "numb
         dtype = operand_dtype(ax, ay)[0]
         x = ctx.coerce(x, ax, out.shape, dtype)
         y = ctx.coerce(y, ay, out.shape, dtype)
+        if direction is not None and dtypes.is_complex(dtype) and direction not in ("EQ", "NE"):
+            return _lexicographic(ctx, x, y, direction, dtype, out.shape)
         if direction is not None:
             return ctx.compare(x, y, direction, dtype, out.shape)
         return ctx.op(hlo, [x, y])  # type: ignore[arg-type]
@@ -115,18 +133,58 @@ def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "numb
 
 # --- lowerings that are more than one op -----------------------------------------------
 
-def _lower_isnan(ctx: LoweringContext, x: Any) -> Any:
+def complex_parts(ctx: LoweringContext, x: Any, aval: ShapedArray) -> tuple[Any, Any]:
+    """(real part, imaginary part) of a complex tensor."""
+    part = tensor_type(aval.shape, dtypes.real_dtype(aval.dtype))
+    return ctx.op("stablehlo.real", [x], part), ctx.op("stablehlo.imag", [x], part)
+
+
+def _lexicographic(ctx: LoweringContext, x: Any, y: Any, direction: str, dtype: np.dtype,
+                   shape: tuple) -> Any:
+    """NumPy's (and JAX's) order of complex numbers: by real part, then imaginary part."""
+    aval = ShapedArray(shape, dtype)
+    (xr, xi), (yr, yi) = complex_parts(ctx, x, aval), complex_parts(ctx, y, aval)
+    part, boolean = dtypes.real_dtype(dtype), tensor_type(shape, dtypes.bool_)
+    strict = {"LE": "LT", "GE": "GT"}.get(direction, direction)
+    ahead = ctx.compare(xr, yr, strict, part, shape)
+    tied = ctx.op("stablehlo.and", [ctx.compare(xr, yr, "EQ", part, shape),
+                                    ctx.compare(xi, yi, direction, part, shape)], boolean)
+    return ctx.op("stablehlo.or", [ahead, tied], boolean)
+
+
+def _lower_part_test(ctx: LoweringContext, x: Any, test: Callable, combine: str) -> Any:
+    """isnan/isfinite of a complex tensor: the test of each part, combined."""
     (aval,) = ctx.avals_in
+    part = aval.update(dtype=dtypes.real_dtype(aval.dtype))
+    real, imag = complex_parts(ctx, x, aval)
+    return ctx.op(combine, [test(ctx, real, part), test(ctx, imag, part)],
+                  tensor_type(aval.shape, dtypes.bool_))
+
+
+def _isnan(ctx: LoweringContext, x: Any, aval: ShapedArray) -> Any:
     if not dtypes.is_float(aval.dtype):
         return ctx.constant(False, dtypes.bool_, aval.shape)
     return ctx.compare(x, x, "NE", aval.dtype, aval.shape)
 
 
-def _lower_isfinite(ctx: LoweringContext, x: Any) -> Any:
-    (aval,) = ctx.avals_in
+def _isfinite(ctx: LoweringContext, x: Any, aval: ShapedArray) -> Any:
     if not dtypes.is_float(aval.dtype):
         return ctx.constant(True, dtypes.bool_, aval.shape)
-    return ctx.op("stablehlo.is_finite", [x])
+    return ctx.op("stablehlo.is_finite", [x], tensor_type(aval.shape, dtypes.bool_))
+
+
+def _lower_isnan(ctx: LoweringContext, x: Any) -> Any:
+    (aval,) = ctx.avals_in
+    if dtypes.is_complex(aval.dtype):
+        return _lower_part_test(ctx, x, _isnan, "stablehlo.or")
+    return _isnan(ctx, x, aval)
+
+
+def _lower_isfinite(ctx: LoweringContext, x: Any) -> Any:
+    (aval,) = ctx.avals_in
+    if dtypes.is_complex(aval.dtype):
+        return _lower_part_test(ctx, x, _isfinite, "stablehlo.and")
+    return _isfinite(ctx, x, aval)
 
 
 def _lower_arctan(ctx: LoweringContext, x: Any) -> Any:
@@ -330,3 +388,69 @@ bitwise_or = def_binary("bitwise_or", np.bitwise_or, "stablehlo.or", kind="int")
 bitwise_xor = def_binary("bitwise_xor", np.bitwise_xor, "stablehlo.xor", kind="int")
 left_shift = def_binary("left_shift", np.left_shift, "stablehlo.shift_left", kind="int")
 right_shift = def_binary("right_shift", np.right_shift, None, kind="int", lower=_lower_right_shift)
+
+
+# --- complex parts ----------------------------------------------------------------------------
+
+def complex_operand(name: str, x: ShapedArray) -> ShapedArray:
+    if not dtypes.is_complex(x.dtype):
+        raise dtype_error(f"{name} requires a complex argument, got {x.dtype}",
+                          f"jnp.{name} also takes real arrays")
+    return x
+
+
+def _def_part(name: str, np_fn: Callable, hlo: str, keeps_dtype: bool = False) -> Primitive:
+    """real, imag, conj: a complex operand to its part (or its conjugate)."""
+
+    def abstract_eval(x: ShapedArray) -> ShapedArray:
+        complex_operand(name, x)
+        return x if keeps_dtype else x.update(dtype=dtypes.real_dtype(x.dtype))
+
+    def lower(ctx: LoweringContext, x: Any) -> Any:
+        (aval,) = ctx.avals_in
+        if hlo == "conj":
+            real, imag = complex_parts(ctx, x, aval)
+            return ctx.op("stablehlo.complex", [real, ctx.op("stablehlo.negate", [imag],
+                                                             imag.type)])
+        return ctx.op(hlo, [x])
+
+    return define(name, impl=lambda x: np.asarray(np_fn(x)), abstract_eval=abstract_eval,
+                  lower=lower, family="elementwise")
+
+
+real = _def_part("real", np.real, "stablehlo.real")
+imag = _def_part("imag", np.imag, "stablehlo.imag")
+conj = _def_part("conj", np.conj, "conj", keeps_dtype=True)
+
+
+def _complex_dtype(x: ShapedArray, y: ShapedArray) -> tuple[np.dtype, bool]:
+    dtype, weak = promote_avals(x, y)
+    if not dtypes.is_float(dtype):
+        raise dtype_error(f"complex requires floating arguments, got {x.dtype} and {y.dtype}")
+    return dtype, weak
+
+
+def _complex_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    dtype, weak = _complex_dtype(x, y)
+    return ShapedArray(broadcast_shapes("complex", x.shape, y.shape),
+                       dtypes.complex_dtype(dtype), weak)
+
+
+def _complex_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = _complex_eval(ShapedArray(x.shape, x.dtype), ShapedArray(y.shape, y.dtype))
+    result = np.empty(out.shape, out.dtype)
+    result.real, result.imag = x, y
+    return result
+
+
+def _complex_lower(ctx: LoweringContext, x: Any, y: Any) -> Any:
+    ax, ay = ctx.avals_in
+    out = ctx.aval_out
+    part = dtypes.real_dtype(out.dtype)
+    return ctx.op("stablehlo.complex", [ctx.coerce(x, ax, out.shape, part),
+                                        ctx.coerce(y, ay, out.shape, part)])
+
+
+# complex(x, y) = x + i y: lax.complex
+complex_ = define("complex", impl=_complex_impl, abstract_eval=_complex_eval,
+                  lower=_complex_lower, family="elementwise")

@@ -231,6 +231,9 @@ def _scatter_eval(operand: ShapedArray, indices: ShapedArray, updates: ShapedArr
     if updates.dtype != operand.dtype:
         raise dtype_error(f"scatter: updates dtype {updates.dtype} differs from the "
                           f"operand's {operand.dtype}", "convert the updates with .astype")
+    if dtypes.is_complex(operand.dtype) and mode not in ("set", "add"):
+        raise dtype_error(f"scatter {mode} of {operand.dtype} is not supported (set and add "
+                          "are)", "scatter the real and imaginary parts separately")
     return operand
 
 
@@ -258,6 +261,8 @@ def _scatter_lower(ctx: LoweringContext, operand: Any, indices: Any, updates: An
     aval, idx, upd = ctx.avals_in
     if upd.size == 0:
         return operand
+    if dtypes.is_complex(aval.dtype):
+        return _complex_scatter_lower(ctx, operand, indices, updates, mode)
     k, batch, rest = idx.shape[-1], idx.ndim - 1, aval.ndim - idx.shape[-1]
     bounds = _index_bounds(ctx, idx, aval.shape[:k])
     zero = ctx.constant(0, idx.dtype, idx.shape)
@@ -294,6 +299,23 @@ def _scatter_lower(ctx: LoweringContext, operand: Any, indices: Any, updates: An
     return ctx.op("stablehlo.slice", [op.result], aval, {
         "start_indices": i64_array((0,) * aval.ndim), "limit_indices": i64_array(aval.shape),
         "strides": i64_array((1,) * aval.ndim)})
+
+
+def _complex_scatter_lower(ctx: LoweringContext, operand: Any, indices: Any, updates: Any,
+                           mode: str) -> Any:
+    """A complex set or add as two real scatters, one per part: IREE 3.13 fails to compile
+    a complex stablehlo.scatter ("'stream.yield' op used resource not listed in explicit
+    captures")."""
+    aval, idx, upd = ctx.avals_in
+    part = dtypes.real_dtype(aval.dtype)
+    parts = []
+    for hlo in ("stablehlo.real", "stablehlo.imag"):
+        inner = LoweringContext([aval.update(dtype=part), idx, upd.update(dtype=part)],
+                                aval.update(dtype=part))
+        parts.append(_scatter_lower(
+            inner, ctx.op(hlo, [operand], tensor_type(aval.shape, part)), indices,
+            ctx.op(hlo, [updates], tensor_type(upd.shape, part)), mode=mode))
+    return ctx.op("stablehlo.complex", parts)
 
 
 scatter = define("scatter", impl=_scatter_impl, abstract_eval=_scatter_eval,

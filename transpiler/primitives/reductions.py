@@ -86,8 +86,15 @@ def _check_dtype(name: str, kind: str, dtype: np.dtype) -> None:
     if kind in ("sum", "prod") and dtype == dtypes.bool_:
         raise dtype_error(f"{name} does not accept boolean operands",
                           "convert to an integer dtype first (jnp.sum does this for you)")
-    if kind in ("and", "or") and dtypes.is_float(dtype):
+    if kind in ("and", "or") and dtypes.is_inexact(dtype):
         raise dtype_error(f"{name} requires boolean or integer operands, got {dtype}")
+    if kind in ("max", "min") and dtypes.is_complex(dtype):
+        raise complex_order_error(name, dtype)
+
+
+def complex_order_error(name: str, dtype: np.dtype) -> Exception:
+    return dtype_error(f"{name} of {dtype}: complex numbers are not ordered here",
+                       "compare jnp.real(x) or jnp.abs(x) instead")
 
 
 def _combine(ctx: LoweringContext, kind: str, dtype: np.dtype, a: Any, b: Any,

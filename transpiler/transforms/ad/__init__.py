@@ -20,6 +20,8 @@ from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
 
 # Families kept in their own modules; generated code reaches each name as ``ad.<name>``.
+from transpiler.transforms.ad.complex_numbers import (  # noqa: F401
+    abs_cotangent, abs_tangent, complex_sign)
 from transpiler.transforms.ad.indexing import (  # noqa: F401
     _extremal_shares, _gathered, _in_bounds, _ranges_like, _remaining, _scatter_mul_others,
     _update_ids, _winners, clamp_indices, dot_p, dot_transpose_lhs, dot_transpose_rhs,

@@ -552,7 +552,7 @@ def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
     callees known only at run time -- can itself be differentiated. Operands with a
     floating dtype are the active ones. (Static: it inspects dtypes only.)"""
     template = fn.vjp
-    floating = [dtypes.is_float(abstractify(a).dtype) for a in args]
+    floating = [dtypes.is_inexact(abstractify(a).dtype) for a in args]
     if template.variadic:  # evaluated directly (not differentiable a second time)
         def evaluate(out: Any, g: Any, *operands: Any, **params: Any) -> tuple:
             return tuple(evaluate_vjp(template, list(operands), params, out, g))
@@ -588,7 +588,7 @@ def _differentiable(value: Any) -> bool:
     if dtype is None:  # a dataclass or registered pytree: when it has a float leaf
         return _node(value) is not None and any(
             _differentiable(leaf) for leaf in tree_util.tree_leaves(value))
-    return dtypes.is_float(dtypes.canonicalize(dtype))
+    return dtypes.is_inexact(dtypes.canonicalize(dtype))
 
 
 ELEMENT = object()  # marks the slot of the comprehension's element in map_bar's args

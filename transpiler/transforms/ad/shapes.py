@@ -35,7 +35,7 @@ def unbroadcast(g: Any, shape: Shape) -> Any:
 def cast_like(g: Any, x: Any) -> Any:
     """Convert cotangent `g` to the dtype of the floating operand `x` (no-op otherwise)."""
     aval, g_aval = abstractify(x), abstractify(g)
-    if not dtypes.is_float(aval.dtype) or g_aval.dtype == aval.dtype:
+    if not dtypes.is_inexact(aval.dtype) or g_aval.dtype == aval.dtype:
         return g
     return conv.convert_element_type(g, dtype=aval.dtype, weak_type=aval.weak_type)
 
@@ -51,7 +51,7 @@ def unbroadcast_like(g: Any, x: Any) -> Any:
 def convert_cotangent(g: Any, out: Any, x: Any) -> Any:
     """convert_element_type's adjoint: back to `x`'s dtype; an integer/bool result carries
     no derivative, so its operand gets zeros (as in JAX)."""
-    if not dtypes.is_float(abstractify(out).dtype):
+    if not dtypes.is_inexact(abstractify(out).dtype):
         return jnp.zeros_like(x)
     return cast_like(g, x)
 

@@ -47,7 +47,7 @@ def tangent_like(t: Optional[Any], out: Any) -> Optional[Any]:
     aval, t_aval = abstractify(out), abstractify(t)
     if t_aval.shape != aval.shape:
         t = sp.broadcast_to(t, shape=aval.shape)
-    if dtypes.is_float(aval.dtype) and t_aval.dtype != aval.dtype:
+    if dtypes.is_inexact(aval.dtype) and t_aval.dtype != aval.dtype:
         t = conv.convert_element_type(t, dtype=aval.dtype, weak_type=aval.weak_type)
     return t
 
@@ -58,7 +58,7 @@ def _sequence_tangent(t: Any, out: tuple[Any, ...] | list[Any]) -> Optional[Any]
     an index tuple built with `+`) carries none."""
     if isinstance(t, (tuple, list)) and len(t) == len(out):
         return type(out)(tangent_like(ti, oi) for ti, oi in zip(t, out))
-    if not any(isinstance(v, float) or (hasattr(v, "dtype") and dtypes.is_float(
+    if not any(isinstance(v, float) or (hasattr(v, "dtype") and dtypes.is_inexact(
             abstractify(v).dtype)) for v in out):
         return None
     raise TypeError("cannot differentiate `+` or `*` of a tuple or list when only one "
@@ -79,7 +79,7 @@ def zeros_tangent(out: Any) -> Any:
 def convert_tangent(t: Any, out: Any) -> Any:
     """convert_element_type's tangent: `t` in `out`'s dtype; an integer or boolean result
     carries no derivative (JAX's float0), so its tangent is zeros in `t`'s dtype."""
-    if not dtypes.is_float(abstractify(out).dtype):
+    if not dtypes.is_inexact(abstractify(out).dtype):
         return jnp.zeros_like(t)
     return t
 

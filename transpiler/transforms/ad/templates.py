@@ -50,7 +50,7 @@ def evaluate_vjp(template: VJPTemplate, args: Sequence[Any], params: dict[str, A
     scope.update(zip(operands[:fixed], args[:fixed]))
     if template.variadic:
         scope[operands[-1]] = list(args[fixed:])
-    floating = [dtypes.is_float(abstractify(a).dtype) for a in args]
+    floating = [dtypes.is_inexact(abstractify(a).dtype) for a in args]
     active = {op for op, is_float in zip(operands[:fixed], floating) if is_float}
     if template.variadic and any(floating[fixed:]):
         active.add(operands[-1])

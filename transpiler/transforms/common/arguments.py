@@ -52,8 +52,8 @@ def finalize(bar: Any, primal: Any) -> Any:
     leaves, tree = tree_util.tree_flatten(primal)
     for leaf in leaves:
         dtype = abstractify(leaf).dtype
-        if not dtypes.is_float(dtype):
-            raise TranspileError(f"grad requires real-valued (floating) inputs, but got "
+        if not dtypes.is_inexact(dtype):
+            raise TranspileError(f"grad requires floating or complex inputs, but got "
                                  f"dtype {dtype}", user_location(),
                                  "pass floats (e.g. x.astype(jnp.float32)), or leave the "
                                  "argument out of argnums")

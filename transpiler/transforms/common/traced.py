@@ -173,7 +173,7 @@ class Traced:
     def active(self) -> frozenset:
         """The parameter names of the floating inputs (the differentiated ones)."""
         return frozenset(f"x{i}" for i, v in enumerate(self.inputs)
-                         if dtypes.is_float(core.abstractify(v).dtype))
+                         if dtypes.is_inexact(core.abstractify(v).dtype))
 
     def unflatten_inputs(self, bars: list) -> tuple:
         """Per positional argument of the callee, its cotangent (None leaves: zero)."""
@@ -385,7 +385,7 @@ def holds_arrays(value: Any) -> bool:
         held += [*value.args, *value.keywords.values(), value.func]
     held.append(getattr(value, "__self__", None))
     leaves = tree_util.tree_leaves([h for h in held if not callable(h) or hasattr(h, "aval")])
-    return any(_is_array(v) and not isinstance(v, float) and dtypes.is_float(
+    return any(_is_array(v) and not isinstance(v, float) and dtypes.is_inexact(
         core.abstractify(v).dtype) for v in leaves) or any(
         holds_arrays(h) for h in held if callable(h) and h is not value)
 

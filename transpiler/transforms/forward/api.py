@@ -148,7 +148,7 @@ def _check_tangents(primals: Any, tangents: Any, fname: str) -> None:
                             f"has structure {t_tree}")
         for pl, tl in zip(p_leaves, t_leaves):
             pa, ta = abstractify(pl), abstractify(tl)
-            if not dtypes.is_float(pa.dtype):
+            if not dtypes.is_inexact(pa.dtype):
                 raise TranspileError(
                     f"jvp({fname}): primal {i} has dtype {pa.dtype}; forward mode "
                     "differentiates floating inputs only", user_location(),
@@ -311,7 +311,7 @@ def _check_inexact(args: Sequence[Any], nums: Sequence[int], kind: str) -> None:
     for i in nums:
         for leaf in tree_util.tree_leaves(args[i]):
             dtype = abstractify(leaf).dtype
-            if not dtypes.is_float(dtype):
+            if not dtypes.is_inexact(dtype):
                 raise TypeError(f"{kind} requires real- or complex-valued inputs (input dtype "
                                 f"that is a sub-dtype of np.inexact), but got {dtype.name} "
                                 f"for argument {i}")

@@ -38,9 +38,9 @@ def _check_differentiable(args: Sequence[Any], nums: Sequence[int], fname: str) 
     for i in nums:
         for leaf in tree_util.tree_leaves(args[i]):
             aval = abstractify(leaf, i, fname)
-            if not dtypes.is_float(aval.dtype):
+            if not dtypes.is_inexact(aval.dtype):
                 raise TranspileError(
-                    f"grad({fname}) requires real-valued (floating) inputs, but argument {i} "
+                    f"grad({fname}) requires floating or complex inputs, but argument {i} "
                     f"has dtype {aval.dtype}", user_location(),
                     "pass floats (e.g. x.astype(jnp.float32)), or leave the argument out of "
                     "argnums")

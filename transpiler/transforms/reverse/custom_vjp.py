@@ -204,7 +204,7 @@ def _checked(ct: Any, primal: Any, where: str, loc: Optional[SourceLocation]) ->
             f"custom_vjp function {where}: the cotangent has shape {got.shape}, but the "
             f"argument has shape {want.shape}", loc,
             "the bwd rule must return cotangents shaped like the arguments")
-    if got.dtype != want.dtype and dtypes.is_float(want.dtype):
+    if got.dtype != want.dtype and dtypes.is_inexact(want.dtype):
         return jnp.astype(ct, want.dtype)
     return ct
 
