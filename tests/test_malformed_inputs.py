@@ -348,7 +348,7 @@ def uses_clipped_sin(x):
     return jnp.sum(clipped_sin(x))
 
 
-REAL = r"requires real-valued \(floating\) inputs"
+REAL = r"requires floating or complex inputs"
 SCALAR = r"grad requires a real scalar output"
 ARGS = [  # (tag, exception, message pattern, what raises it)
     ("a-int-array", TranspileError, REAL + r", but argument 0 has dtype int32",

@@ -45,7 +45,7 @@ def test_every_primitive_has_every_rule_slot():
         for rule in ("impl", "abstract_eval"):
             assert callable(getattr(prim, rule)), f"{name} lacks {rule}"
         staged = [r for r in ("lower", "composite") if callable(getattr(prim, r))]
-        assert len(staged) == 1, f"{name} needs exactly one of lower and composite"
+        assert staged, f"{name} needs a lower rule or a composite"
         for slot in ("jvp", "vjp", "batch"):  # reserved for the transformation issues
             assert hasattr(prim, slot), f"{name} lacks the {slot} slot"
 

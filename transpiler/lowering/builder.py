@@ -130,6 +130,17 @@ class LoweringContext:
         out_shape = tuple(shape) if array.ndim == 0 and tuple(shape) else array.shape
         return self.op("stablehlo.complex", [real, imag], tensor_type(out_shape, dtype))
 
+    def complex_parts(self, value: ir.Value, aval: ShapedArray) -> tuple[ir.Value, ir.Value]:
+        """(real part, imaginary part) of a complex tensor (the operands of the
+        ``stablehlo.complex`` that built it, when one did)."""
+        if isinstance(value, ir.OpResult):
+            op = getattr(value.owner, "operation", value.owner)
+            if op.name == "stablehlo.complex":
+                return op.operands[0], op.operands[1]
+        part = tensor_type(aval.shape, dtypes.real_dtype(aval.dtype))
+        return (self.op("stablehlo.real", [value], part),
+                self.op("stablehlo.imag", [value], part))
+
     def convert(self, value: ir.Value, aval: ShapedArray, dtype: np.dtype) -> ir.Value:
         """Convert `value` (of `aval`) to `dtype` as JAX does: float -> bool is ``!= 0``;
         float -> integer rounds toward zero, saturates at the integer type's bounds and

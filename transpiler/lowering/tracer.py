@@ -187,11 +187,13 @@ class Trace:
     def _emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
               out_aval: Any, params: dict[str, Any]) -> Any:
         if prim.composite is not None:  # staged as the primitives its composite binds
-            return prim.composite(*args, **params)
+            staged = prim.composite(*args, **params)
+            if staged is not NotImplemented:
+                return staged
         with mlir_location(), ir.InsertionPoint(self.block):
             operands = [self.operand(a, aval) for a, aval in zip(args, avals)]
             ctx = LoweringContext(avals, out_aval)
-            assert prim.lower is not None  # (a primitive has a lowering or a composite)
+            assert prim.lower is not None  # (a composite declines only with a lowering)
             out = prim.lower(ctx, *operands, **params)
         if prim.multiple_results:
             return tuple(Tracer(self, v, av) for v, av in zip(out, out_aval))

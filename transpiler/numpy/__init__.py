@@ -66,11 +66,11 @@ def size(x):  # type: ignore[no-untyped-def]
 
 
 def __getattr__(name):  # type: ignore[no-untyped-def]
-    """``jnp.linalg`` on first use: its solvers are loops of transpiler.lax, which imports
-    this package."""
-    if name == "linalg":
+    """``jnp.linalg`` and ``jnp.fft`` on first use: they are built on transpiler.lax, which
+    imports this package."""
+    if name in ("linalg", "fft"):
         import importlib
-        return importlib.import_module("transpiler.numpy.linalg")
+        return importlib.import_module(f"transpiler.numpy.{name}")
     raise AttributeError(f"module 'transpiler.numpy' has no attribute {name!r}")
 
 

@@ -51,3 +51,17 @@ def materialize(x: Any, dim: Optional[int], size: int) -> Any:
         return move_to_front(x, dim)
     aval = abstractify(x)
     return sp.broadcast_to(x, shape=(size, *aval.shape))
+
+
+def leading_batch_rule(prim: Any) -> BatchRule:
+    """The rule of a primitive that already maps over its operands' leading dimensions
+    (linear algebra, FFT): batched operands get the batch axis first, unbatched ones are
+    broadcast along it."""
+    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+        if all(d is None for d in dims):
+            return prim(*args, **params), None
+        size = batch_size(args, dims)
+        moved = [materialize(a, None if d is None else d % abstractify(a).ndim, size)
+                 for a, d in zip(args, dims)]
+        return prim(*moved, **params), 0
+    return rule

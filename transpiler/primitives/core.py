@@ -8,7 +8,9 @@ A `Primitive` carries the rules every transformation needs:
 ``lower``           emits StableHLO through ``iree.compiler.ir`` (see lowering/); or
 ``composite``       the same computation written with other primitives (and lax loops),
                     which is what a trace stages -- linear algebra, where the eager
-                    ``impl`` calls LAPACK and the compiled form is a loop
+                    ``impl`` calls LAPACK and the compiled form is a loop. A primitive
+                    may have both: its composite returns NotImplemented for the operands
+                    its ``lower`` handles (FFT: IREE's own only for some lengths)
 ``jvp``             forward-mode rule (a source template, jvp_template.py)
 ``vjp``             reverse-mode rule (a source template, vjp_template.py)
 ``batch``           vmap rule (batching.py)
@@ -68,8 +70,8 @@ class Primitive:
                  lower: Optional[Callable] = None, composite: Optional[Callable] = None,
                  multiple_results: bool = False, differentiable: bool = True,
                  family: Optional[str] = None, doc: str = "") -> None:
-        if (lower is None) == (composite is None):
-            raise ValueError(f"primitive {name!r}: give exactly one of lower and composite")
+        if lower is None and composite is None:
+            raise ValueError(f"primitive {name!r}: give a lower rule or a composite")
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -119,7 +121,7 @@ def register(prim: Primitive) -> Primitive:
 
 
 def define(name: str, *, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
-    """Create and register a primitive in one call (give `lower` or `composite`)."""
+    """Create and register a primitive in one call (give `lower`, `composite` or both)."""
     return register(Primitive(name, impl=impl, abstract_eval=abstract_eval, **kwargs))
 
 

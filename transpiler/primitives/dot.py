@@ -185,9 +185,30 @@ def _dot_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, dimension_numbers: D
     rhs = _to_compute(ctx, rhs, rhs_aval, operand, work)
     if dimension_numbers[1][0]:  # batched
         lhs, rhs = (_unfused(ctx, v) if _computed_by_reduction(v) else v for v in (lhs, rhs))
-    value = ctx.op("stablehlo.dot_general", [lhs, rhs], tensor_type(out.shape, work),
-                   {"dot_dimension_numbers": _dims_attr(dimension_numbers)})
+    product = lambda a, b, dtype: ctx.op(  # noqa: E731
+        "stablehlo.dot_general", [a, b], tensor_type(out.shape, dtype),
+        {"dot_dimension_numbers": _dims_attr(dimension_numbers)})
+    if dtypes.is_complex(work):
+        value = _complex_product(ctx, lhs, rhs, lhs_aval.update(dtype=work),
+                                 rhs_aval.update(dtype=work), product)
+    else:
+        value = product(lhs, rhs, work)
     return ctx.convert(value, ShapedArray(out.shape, work), result)
+
+
+def _complex_product(ctx: LoweringContext, lhs: Any, rhs: Any, lhs_aval: ShapedArray,
+                     rhs_aval: ShapedArray, product: Any) -> Any:
+    """A complex dot_general as four real ones, ``(a + ib)(c + id) = (ac - bd) + i(ad + bc)``:
+    IREE 3.13 computed wrong values for complex dot_generals in unrolled Hessians (rows
+    of ``jit(jacrev(grad(lambda x: sum(real(x @ w) ** 3))))`` past the first were wrong at
+    every optimization level; tests/test_complex.py)."""
+    part = dtypes.real_dtype(lhs_aval.dtype)
+    (a, b), (c, d) = ctx.complex_parts(lhs, lhs_aval), ctx.complex_parts(rhs, rhs_aval)
+    ac, bd, ad, bc = (product(x, y, part) for x, y in ((a, c), (b, d), (a, d), (b, c)))
+    real = ctx.op("stablehlo.subtract", [ac, bd], ac.type)
+    imag = ctx.op("stablehlo.add", [ad, bc], ac.type)
+    return ctx.op("stablehlo.complex", [real, imag], tensor_type(
+        ac.type.shape, lhs_aval.dtype))
 
 
 dot_general = define("dot_general", impl=_dot_impl, abstract_eval=_dot_eval, lower=_dot_lower,

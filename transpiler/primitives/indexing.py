@@ -308,13 +308,10 @@ def _complex_scatter_lower(ctx: LoweringContext, operand: Any, indices: Any, upd
     captures")."""
     aval, idx, upd = ctx.avals_in
     part = dtypes.real_dtype(aval.dtype)
-    parts = []
-    for hlo in ("stablehlo.real", "stablehlo.imag"):
-        inner = LoweringContext([aval.update(dtype=part), idx, upd.update(dtype=part)],
-                                aval.update(dtype=part))
-        parts.append(_scatter_lower(
-            inner, ctx.op(hlo, [operand], tensor_type(aval.shape, part)), indices,
-            ctx.op(hlo, [updates], tensor_type(upd.shape, part)), mode=mode))
+    inner = LoweringContext([aval.update(dtype=part), idx, upd.update(dtype=part)],
+                            aval.update(dtype=part))
+    parts = [_scatter_lower(inner, x, indices, u, mode=mode) for x, u in
+             zip(ctx.complex_parts(operand, aval), ctx.complex_parts(updates, upd))]
     return ctx.op("stablehlo.complex", parts)
 
 

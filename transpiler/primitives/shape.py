@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
 from transpiler.primitives.core import ShapedArray, define, promote_avals, shape_error
 
@@ -147,10 +148,18 @@ def _pad_impl(x: np.ndarray, value: np.ndarray, *, low: tuple[int, ...],
 
 def _pad_lower(ctx: LoweringContext, x: Any, value: Any, *, low: tuple[int, ...],
                high: tuple[int, ...], interior: tuple[int, ...]) -> Any:
-    value = ctx.convert(value, ctx.avals_in[1], ctx.aval_out.dtype)
-    return ctx.op("stablehlo.pad", [x, value], attributes={
-        "edge_padding_low": i64_array(low), "edge_padding_high": i64_array(high),
-        "interior_padding": i64_array(interior)})
+    aval, out = ctx.avals_in[0], ctx.aval_out
+    value = ctx.convert(value, ctx.avals_in[1], out.dtype)
+    attributes = {"edge_padding_low": i64_array(low), "edge_padding_high": i64_array(high),
+                  "interior_padding": i64_array(interior)}
+    if dtypes.is_complex(out.dtype):
+        # One pad per part: IREE 3.13 materializes a complex pad value as a splat it cannot
+        # build for complex128 ("'stream.async.splat' op operand ... got 'i128'").
+        part = out.update(dtype=dtypes.real_dtype(out.dtype))
+        pads = [ctx.op("stablehlo.pad", [p, v], part, attributes) for p, v in
+                zip(ctx.complex_parts(x, aval), ctx.complex_parts(value, ShapedArray((), out.dtype)))]
+        return ctx.op("stablehlo.complex", pads)
+    return ctx.op("stablehlo.pad", [x, value], attributes=attributes)
 
 
 pad = define("pad", impl=_pad_impl, abstract_eval=_pad_eval, lower=_pad_lower)

@@ -18,7 +18,6 @@ from transpiler.primitives import dot as dot_p
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import shape as sp
-from transpiler.primitives.batching import batch_size, materialize
 from transpiler.primitives.core import ShapedArray, abstractify, dtype_error, shape_error
 
 
@@ -76,19 +75,6 @@ def column_loop(n: int, body: Any, init: Any) -> Any:
     start = conv.optimization_barrier(conv.convert_element_type(np.asarray(0, np.int32),
                                                                 dtype=dtypes.int32))
     return fori_loop(start, n, body, init)
-
-
-def batch_rule(prim: Any) -> Any:
-    """Batched operands get the batch axis first (unbatched ones broadcast along it): the
-    primitive already maps over leading dimensions."""
-    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
-        if all(d is None for d in dims):
-            return prim(*args, **params), None
-        size = batch_size(args, dims)
-        moved = [materialize(a, None if d is None else d % abstractify(a).ndim, size)
-                 for a, d in zip(args, dims)]
-        return prim(*moved, **params), 0
-    return rule
 
 
 

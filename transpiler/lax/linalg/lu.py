@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes
-from transpiler.lax.linalg.common import (batch_rule, check_square, column_loop, in_float32,
-                                          index_grid, matmul, traced_once, window)
+from transpiler.lax.linalg.common import (check_square, column_loop, in_float32, index_grid,
+                                         matmul, traced_once, window)
+from transpiler.primitives.batching import leading_batch_rule
 from transpiler.lax.linalg.triangular import solve_impl, triangular_solve_p
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing_functions import take_along_axis
@@ -215,12 +216,12 @@ g = lax.linalg.linear_solve(jnp.swapaxes(a, -1, -2), out_bar)
 a_bar = -(g @ jnp.swapaxes(out, -1, -2))
 b_bar = g
 """),
-    batch=batch_rule(linear_solve_p))
+    batch=leading_batch_rule(linear_solve_p))
 logabsdet_p.def_rules(
     jvp=jvp_template(("a",), a="ad.logabsdet_tangent(a_dot, a)"),
     vjp=vjp_template(("a",), "a_bar = ad.logabsdet_cotangent(out_bar, a)"),
-    batch=batch_rule(logabsdet_p))
-det_sign_p.def_rules(batch=batch_rule(det_sign_p))
+    batch=leading_batch_rule(logabsdet_p))
+det_sign_p.def_rules(batch=leading_batch_rule(det_sign_p))
 
 
 def linear_solve(a: Any, b: Any) -> Any:

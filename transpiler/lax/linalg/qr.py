@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from transpiler.lax.linalg.common import (as_float_matrix, batch_rule, column_loop,
-                                          in_float32, index_grid, matmul, narrowed, swap_last,
-                                          widened, window)
+from transpiler.lax.linalg.common import (as_float_matrix, column_loop, in_float32, index_grid,
+                                         matmul, narrowed, swap_last, widened, window)
+from transpiler.primitives.batching import leading_batch_rule
 from transpiler.numpy.matrices import triu
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
@@ -96,7 +96,7 @@ householder_q_p = define(
 householder_q_p.def_rules(
     jvp=jvp_template(("a",), a="ad.qr_q_tangent(a_dot, a, out)"),
     vjp=vjp_template(("a",), "a_bar = ad.qr_q_cotangent(out_bar, a, out)"),
-    batch=batch_rule(householder_q_p))
+    batch=leading_batch_rule(householder_q_p))
 
 
 # --- the lax.linalg function ------------------------------------------------------------------

@@ -33,9 +33,10 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.lax.control import while_loop
-from transpiler.lax.linalg.common import (as_float_matrix, batch_rule, check_square,
-                                          column_loop, in_float32, matmul, narrowed, swap_last,
-                                          symmetrized, traced_once, widened)
+from transpiler.lax.linalg.common import (as_float_matrix, check_square, column_loop, in_float32,
+                                         matmul, narrowed, swap_last, symmetrized, traced_once,
+                                         widened)
+from transpiler.primitives.batching import leading_batch_rule
 from transpiler.lax.linalg.qr import householder_q_p
 from transpiler.numpy.indexing_functions import take_along_axis
 from transpiler.numpy.matrices import diagonal, tril, triu
@@ -346,19 +347,19 @@ singular_values_p = define(
 eigh_values_p.def_rules(
     jvp=jvp_template(("a",), a="ad.eigh_values_tangent(a_dot, a)"),
     vjp=vjp_template(("a",), "a_bar = ad.eigh_values_cotangent(out_bar, a)"),
-    batch=batch_rule(eigh_values_p))
+    batch=leading_batch_rule(eigh_values_p))
 eigh_vectors_p.def_rules(
     jvp=jvp_template(("a",), a="ad.eigh_vectors_tangent(a_dot, a, out)"),
     vjp=vjp_template(("a",), "a_bar = ad.eigh_vectors_cotangent(out_bar, a, out)"),
-    batch=batch_rule(eigh_vectors_p))
+    batch=leading_batch_rule(eigh_vectors_p))
 singular_values_p.def_rules(
     jvp=jvp_template(("a",), a="ad.singular_values_tangent(a_dot, a)"),
     vjp=vjp_template(("a",), "a_bar = ad.singular_values_cotangent(out_bar, a)"),
-    batch=batch_rule(singular_values_p))
+    batch=leading_batch_rule(singular_values_p))
 svd_vectors_p.def_rules(
     jvp=jvp_template(("a",), a="ad.svd_vectors_tangent(a_dot, a, out)"),
     vjp=vjp_template(("a",), "a_bar = ad.svd_vectors_cotangent(out_bar, a, out)"),
-    batch=batch_rule(svd_vectors_p))
+    batch=leading_batch_rule(svd_vectors_p))
 
 
 # --- the lax.linalg functions -----------------------------------------------------------------

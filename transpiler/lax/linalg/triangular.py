@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from transpiler.lax.linalg.common import (batch_rule, check_square, column_loop, in_float32,
-                                          index_grid, matmul, swap_last, symmetrized, window)
+from transpiler.lax.linalg.common import (check_square, column_loop, in_float32, index_grid,
+                                         matmul, swap_last, symmetrized, window)
+from transpiler.primitives.batching import leading_batch_rule
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.matrices import tril
 from transpiler.numpy.reductions import any as any_
@@ -171,7 +172,7 @@ _SOLVE_PARAMS = "left_side, lower, transpose_a, unit_diagonal"
 cholesky_p.def_rules(
     jvp=jvp_template(("a",), a="ad.cholesky_tangent(a_dot, out)"),
     vjp=vjp_template(("a",), "a_bar = ad.cholesky_cotangent(out_bar, out)"),
-    batch=batch_rule(cholesky_p))
+    batch=leading_batch_rule(cholesky_p))
 triangular_solve_p.def_rules(
     jvp=jvp_template(
         ("a", "b"),
@@ -183,7 +184,7 @@ g = ad.triangular_solve_b_cotangent(out_bar, a, {_SOLVE_PARAMS})
 a_bar = ad.triangular_solve_a_cotangent(g, a, out, {_SOLVE_PARAMS})
 b_bar = g
 """),
-    batch=batch_rule(triangular_solve_p))
+    batch=leading_batch_rule(triangular_solve_p))
 
 
 # --- the lax.linalg functions ---------------------------------------------------------------

@@ -22,6 +22,7 @@ from transpiler.primitives.core import abstractify
 # Families kept in their own modules; generated code reaches each name as ``ad.<name>``.
 from transpiler.transforms.ad.complex_numbers import (  # noqa: F401
     abs_cotangent, abs_tangent, complex_sign)
+from transpiler.transforms.ad.fft import fft_cotangent  # noqa: F401
 from transpiler.transforms.ad.indexing import (  # noqa: F401
     _extremal_shares, _gathered, _in_bounds, _ranges_like, _remaining, _scatter_mul_others,
     _update_ids, _winners, clamp_indices, dot_p, dot_transpose_lhs, dot_transpose_rhs,
