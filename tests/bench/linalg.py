@@ -67,6 +67,16 @@ def main() -> None:
         bench(f"qr {n}x{n} R (Householder)", lambda m: np.abs(np.linalg.qr(m)[1]), (g,),
               lambda m: tnp.abs(tnp.linalg.qr(m)[1]),
               (lambda m: jjnp.abs(jjnp.linalg.qr(m)[1])) if jax else None)
+    g = rng.standard_normal((128, 128)).astype(np.float32)
+    sym = (g + g.T) / 2
+    bench("eigh 128x128 vectors (Jacobi)", lambda m: np.abs(np.linalg.eigh(m)[1]), (sym,),
+          lambda m: tnp.abs(tnp.linalg.eigh(m)[1]),
+          (lambda m: jjnp.abs(jjnp.linalg.eigh(m)[1])) if jax else None)
+    tall = rng.standard_normal((128, 64)).astype(np.float32)
+    bench("svd 128x64 U (one-sided Jacobi)",
+          lambda m: np.abs(np.linalg.svd(m, full_matrices=False)[0]), (tall,),
+          lambda m: tnp.abs(tnp.linalg.svd(m, full_matrices=False)[0]),
+          (lambda m: jjnp.abs(jjnp.linalg.svd(m, full_matrices=False)[0])) if jax else None)
     n = 500
     x = np.sort(rng.uniform(0, 10, n)).astype(np.float32)
     y = (np.sin(x) + 0.3 * rng.standard_normal(n)).astype(np.float32)

@@ -186,6 +186,8 @@ def main() -> None:
     sorting.main()
     import linalg  # tests/bench/linalg.py: Cholesky, solve, slogdet, a GP likelihood
     linalg.main()
+    import fft  # tests/bench/fft.py: rfft of 2^20 points, batched, composite and 2-D FFTs
+    fft.main()
 
 
 if __name__ == "__main__":
