@@ -83,14 +83,8 @@ def host_cpu_id() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-# IREE 3.13 hoists constant expressions into globals that a loop then updates in place:
-# a jitted eigvalsh (Jacobi sweeps from an identity matrix) was right on its first call and
-# wrong on every later one (tests/test_jit_wrong_answers.py). Computed each call instead.
-NO_HOISTING_FLAG = "--iree-opt-const-expr-hoisting=false"
-
-
 def compile_flags(tgt: Target, cpu: str = "host") -> list[str]:
-    flags = [*tgt.flags, NO_HOISTING_FLAG]
+    flags = list(tgt.flags)
     if tgt.backend == "llvm-cpu":
         flags.append(f"--iree-llvmcpu-target-cpu={cpu}")
     if config.enable_x64:
