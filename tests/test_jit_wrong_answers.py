@@ -227,12 +227,45 @@ def test_every_call_gives_the_same_answer():
                        np.linalg.matrix_power(sym, 5))
 
 
-@pytest.mark.xfail(strict=True, reason="IREE 3.13 updates a hoisted constant of the Jacobi "
-                   "sweeps in place: every call after the first is wrong; turning hoisting "
-                   "off for every module broke jit(grad) of slogdet + sort + median instead")
-def test_repeated_eigvalsh_calls():
-    """A known silent wrong answer, not yet worked around: a jitted eigvalsh of a 32 x 32
-    matrix is right on its first call and wrong on later ones."""
-    g = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
-    sym = (g + g.T) / 2
-    _called_four_times(jnp.linalg.eigvalsh, sym, np.linalg.eigvalsh(sym))
+_G = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+_SYM = (_G + _G.T) / 2
+_V = np.random.default_rng(1).standard_normal(40).astype(np.float32)
+_I = np.array([3, 0, 3, 7], np.int32)
+
+# name -> (function, argument, NumPy's answer): programs with an op that IREE runs in place
+# (sort, scatter, dynamic_update_slice) on an operand built from constants (an iota, zeros).
+IN_PLACE_ON_CONSTANTS = {
+    "eigvalsh": (jnp.linalg.eigvalsh, _SYM, np.linalg.eigvalsh(_SYM)),
+    "svdvals": (jnp.linalg.svdvals, _G, np.linalg.svd(_G, compute_uv=False)),
+    "argsort": (jnp.argsort, _V, np.argsort(_V, kind="stable")),
+    "sort_key_val": (lambda v: lax.sort_key_val(v, jnp.arange(40))[1], _V,
+                     np.argsort(_V, kind="stable")),
+    "top_k indices": (lambda v: lax.top_k(v, 5)[1], _V, np.argsort(-_V, kind="stable")[:5]),
+    "median": (jnp.median, _V, np.median(_V)),
+    "random.permutation": (lambda k: tp.random.permutation(k, 40), tp.random.PRNGKey(3),
+                           np.asarray(tp.random.permutation(tp.random.PRNGKey(3), 40))),
+    "two sorts of one iota": (lambda v: (jnp.argsort(v), jnp.lexsort((v, -v))), _V,
+                              np.stack([np.argsort(_V, kind="stable"), np.lexsort((_V, -_V))])),
+    "scatter-add into zeros": (lambda i: jnp.zeros(8).at[i].add(1.0), _I,
+                               np.bincount(_I, minlength=8).astype(np.float32)),
+    "two scatters into one zeros": (
+        lambda i: (jnp.zeros(8).at[i].add(1.0), jnp.zeros(8).at[i].add(2.0)), _I,
+        np.outer([1.0, 2.0], np.bincount(_I, minlength=8))),
+    "dynamic_update_slice of zeros": (
+        lambda v: lax.dynamic_update_slice(jnp.zeros(50), v, (jnp.argmax(v) % 10,)), _V,
+        np.concatenate([np.zeros(np.argmax(_V) % 10), _V, np.zeros(10 - np.argmax(_V) % 10)])),
+    "solve_triangular": (lambda m: tp.scipy.linalg.solve_triangular(
+        m + 40 * jnp.eye(32), jnp.ones(32), lower=True), _G,
+        np.linalg.solve(np.tril(_G + 40 * np.eye(32)), np.ones(32))),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_PLACE_ON_CONSTANTS))
+def test_in_place_op_on_a_constant_is_right_on_every_call(name):
+    """IREE 3.13 ran an op that writes its operand in place (the sort of ``argsort``'s iota)
+    on the global it hoisted that constant into when an optimization barrier stood between
+    them: every call after the first read the previous call's permutation (eigvalsh, svd
+    and everything through them); with no barrier, two sorts of one iota gave zeros. A
+    constant behind a barrier is now a fresh tensor on each call (builder.barrier)."""
+    fn, arg, want = IN_PLACE_ON_CONSTANTS[name]
+    _called_four_times(fn, arg, want)

@@ -5,7 +5,7 @@
 """
 
 from transpiler import (  # noqa: F401
-    dtypes, example_libraries, lax, nn, primitives, random, tree, tree_util
+    dtypes, example_libraries, lax, nn, primitives, random, scipy, tree, tree_util
 )
 from transpiler.array import Array, DeviceArray, ShapeDtypeStruct, device_get, device_put
 from transpiler.config import config

@@ -114,11 +114,11 @@ def _fft_lower(ctx: LoweringContext, x: Any, *, fft_type: str,
     # (a gradient's pad, a Hessian's products), IREE 3.13 failed to compile it ("write
     # affecting operations on global resources are restricted to workgroup distributed
     # contexts") at every optimization level.
-    x = ctx.op("stablehlo.optimization_barrier", [x], x.type)
+    x = ctx.barrier(x)
     y = ctx.op("stablehlo.fft", [x], attributes={
         "fft_type": attr(f"#stablehlo<fft_type {fft_type}>"),
         "fft_length": i64_array(fft_lengths)})
-    return ctx.op("stablehlo.optimization_barrier", [y], y.type)
+    return ctx.barrier(y)
 
 
 def _fft_composite(x: Any, *, fft_type: str, fft_lengths: tuple[int, ...]) -> Any:

@@ -84,6 +84,25 @@ def _second_broadcast_of_reduction(value: ir.Value, shape: Sequence[int],
     return False
 
 
+def constant_expression(value: ir.Value) -> bool:
+    """Whether `value` reads no block argument (a function's or a loop's): an expression of
+    constants, which IREE hoists into a global and evaluates at compile time. Ops with
+    regions count as not constant (their bodies may read enclosing values)."""
+    pending, seen = [value], set()
+    while pending:
+        owner = pending.pop().owner
+        if isinstance(owner, ir.Block):
+            return False
+        operation = getattr(owner, "operation", owner)
+        if operation in seen:
+            continue
+        seen.add(operation)
+        if len(operation.regions):
+            return False
+        pending.extend(operation.operands)
+    return True
+
+
 class LoweringContext:
     """Passed to every ``lower`` rule: the input and output avals plus emit helpers."""
 
@@ -108,6 +127,26 @@ class LoweringContext:
             return operation
         values = list(operation.results)
         return values if many else values[0]
+
+    def barrier(self, value: ir.Value) -> ir.Value:
+        """`value` behind an optimization barrier, which keeps its producers out of its
+        consumers' dispatches.
+
+        A `constant_expression` comes out as a fresh tensor instead, ``select(<barrier of
+        true>, <barrier of value>, value)``: IREE 3.13 hoists the constant into a global,
+        and a plain barrier on that global hid it from the copy IREE makes before an op that
+        writes its operand in place -- the sort of ``argsort``'s iota then sorted the global
+        itself, and every call after the first read the previous call's permutation
+        (eigvalsh, svd); with no barrier at all, two sorts of one (CSE'd) iota in a module
+        gave zeros. The select of an opaque predicate cannot fold, so it is computed on each
+        call into a buffer of its own (tests/test_jit_wrong_answers.py)."""
+        wall = "stablehlo.optimization_barrier"
+        if not constant_expression(value):
+            return self.op(wall, [value], value.type)
+        true = self.constant(True, np.dtype(bool))
+        return self.op("stablehlo.select", [self.op(wall, [true], true.type),
+                                            self.op(wall, [value], value.type), value],
+                       value.type)
 
     def constant(self, value: Any, dtype: np.dtype, shape: Sequence[int] = ()) -> ir.Value:
         """A constant tensor; a scalar `value` is broadcast to `shape`."""
@@ -213,7 +252,7 @@ class LoweringContext:
             # diagonal; tests/test_jit_wrong_answers.py): a broadcast other than the first
             # one's reads it through a barrier, out of the consumer's dispatch. (A barrier
             # on every broadcast of a reduction cost softmax + layer norm ~40%.)
-            value = self.op("stablehlo.optimization_barrier", [value], value.type)
+            value = self.barrier(value)
         return self.op("stablehlo.broadcast_in_dim", [value], tensor_type(shape, aval.dtype),
                        {"broadcast_dimensions": i64_array(dims)})
 

@@ -161,7 +161,7 @@ iota = define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_low
 # looks through (``lax.optimization_barrier``; stablehlo.optimization_barrier). Linear.
 optimization_barrier = define(
     "optimization_barrier", impl=lambda x: x, abstract_eval=lambda x: x,
-    lower=lambda ctx, x: ctx.op("stablehlo.optimization_barrier", [x], x.type),
+    lower=lambda ctx, x: ctx.barrier(x),
     family="barrier", doc="The identity, opaque to folding and to the compiler's fusion.")
 
 

@@ -172,7 +172,7 @@ def _unfused(ctx: LoweringContext, value: Any) -> Any:
     batched dot_general whose operand a reduction computes in the same dispatch (a
     [3,4,2] x [3,2] batch from a max over axis 1 was off by up to 3.7; tests/
     test_jit_wrong_answers.py): the barrier keeps the producers in a dispatch of their own."""
-    return ctx.op("stablehlo.optimization_barrier", [value], value.type)
+    return ctx.barrier(value)
 
 
 def _dot_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, dimension_numbers: DimensionNumbers,

@@ -194,7 +194,7 @@ def _gather_lower(ctx: LoweringContext, operand: Any, indices: Any) -> Any:
         # larger array (``take_along_axis(x[..., 0] * 2, i)``: "LLVM Translation failed for
         # operation: builtin.unrealized_conversion_cast"); a barrier keeps the producers
         # out of the gather's dispatch.
-        operand = ctx.op("stablehlo.optimization_barrier", [operand], operand.type)
+        operand = ctx.barrier(operand)
     fields = []
     offset_dims = list(range(batch, batch + aval.ndim - k))
     if offset_dims:

@@ -154,7 +154,7 @@ def _native(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[n
     # slice fused into the sort's dispatch, or into a gather reading the sort's result:
     # "LLVM Translation failed for operation: builtin.unrealized_conversion_cast");
     # barriers keep the sort's producers and consumers out of its dispatch.
-    operands = [ctx.op("stablehlo.optimization_barrier", [x], x.type) for x in operands]
+    operands = [ctx.barrier(x) for x in operands]
     op = ctx.op("stablehlo.sort", list(operands), [tensor_type(shape, d) for d in op_dtypes],
                 {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension),
                  "is_stable": ir.BoolAttr.get(True)}, regions=1)
@@ -165,7 +165,7 @@ def _native(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[n
         lhs, rhs = args[0:2 * num_keys:2], args[1:2 * num_keys:2]
         less = _before(ctx, lhs, rhs, op_dtypes[:num_keys], directions, ())
         ir.Operation.create("stablehlo.return", operands=[less])
-    return [ctx.op("stablehlo.optimization_barrier", [x], x.type) for x in op.results]
+    return [ctx.barrier(x) for x in op.results]
 
 
 def _last_value(dtype: np.dtype, descending: bool) -> Any:
@@ -207,7 +207,7 @@ def _bitonic(ctx: LoweringContext, operands: Sequence[Any], op_dtypes: Sequence[
             # IREE 3.13 fails to compile ("stream.yield op used resource not listed in
             # explicit captures") when one padded network's sliced result is padded for
             # the next (argsort of an argsort): the barrier keeps the two apart.
-            x = ctx.op("stablehlo.optimization_barrier", [x], x.type)
+            x = ctx.barrier(x)
             last = _last_value(dtype, directions[i]) if i < len(directions) else 0
             x = ctx.op("stablehlo.pad", [x, ctx.constant(last, dtype)],
                        tensor_type((rows, m), dtype), {
