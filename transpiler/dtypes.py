@@ -162,6 +162,13 @@ def is_inexact(dtype: np.dtype) -> bool:
     return is_float(dtype) or is_complex(dtype)
 
 
+def to_inexact(dtype: Any) -> np.dtype:
+    """`dtype` if floating or complex, else the default float (how inexact functions
+    promote integer and boolean arguments)."""
+    dtype = np.dtype(dtype)
+    return dtype if is_inexact(dtype) else default_float()
+
+
 def real_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype of a complex dtype's parts (other dtypes are their own)."""
     return {complex64: float32, complex128: float64}.get(dtype, dtype)

@@ -241,6 +241,10 @@ CPU_FALLBACKS = (("large vector sizes", LARGE_VECTOR_FLAG),
                  # MLP gradients, JAX's StableHLO too) past the 32 KiB stack limit
                  ("exceeded stack allocation limit", "--iree-opt-data-tiling=false"),
                  ("undefined symbol", "--iree-llvmcpu-link-embedded=false"),
+                 # ... and the same in a constant expression IREE evaluates while compiling
+                 # (a "jit_eval" dispatch: the float64 sin of digamma's reflection at a
+                 # constant point), whose JIT the flag above does not reach
+                 ("jit_eval", "--iree-opt-const-eval=false"),
                  ("does not dominate this use", "--iree-opt-level=O1"),
                  ("restricted to workgroup distributed contexts", "--iree-opt-level=O1"))
 

@@ -120,6 +120,11 @@ from transpiler.lax.control import cond, probe, switch, while_loop  # noqa: E402
 from transpiler.lax.loops import fori_loop, map, scan  # noqa: E402,F401
 from transpiler.lax.sorting import sort, sort_key_val, top_k  # noqa: E402,F401
 from transpiler.lax.special import erf, erf_inv  # noqa: E402,F401
+from transpiler.lax.gamma_functions import digamma, lgamma, polygamma, zeta  # noqa: E402,F401
+from transpiler.lax.bessel import bessel_i0e, bessel_i1e  # noqa: E402,F401
+from transpiler.lax.incomplete_beta import betainc  # noqa: E402,F401
+from transpiler.lax.incomplete_gamma import (igamma, igamma_grad_a, igammac,  # noqa: E402,F401
+                                             random_gamma_grad)
 from transpiler.lax.fourier import FftType, fft  # noqa: E402,F401
 from transpiler.lax import linalg  # noqa: E402,F401
 from transpiler.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401

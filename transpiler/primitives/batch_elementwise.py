@@ -43,7 +43,7 @@ def _batch_at_front(x: Any, dim: int, rank: int) -> Any:
     return sp.reshape(x, new_sizes=(shape[0], *(1,) * missing, *shape[1:]))
 
 
-def _elementwise_rule(prim: Primitive) -> Any:
+def elementwise_rule(prim: Primitive) -> Any:
     """The batching rule of elementwise (n-ary, broadcasting) primitive `prim`."""
 
     def rule(args: Sequence[Any], dims: Sequence[Optional[int]], **params: Any
@@ -75,4 +75,4 @@ def _primitives() -> list[Primitive]:
 
 PRIMITIVES = _primitives()
 for _prim in PRIMITIVES:
-    _prim.def_rules(batch=_elementwise_rule(_prim))
+    _prim.def_rules(batch=elementwise_rule(_prim))

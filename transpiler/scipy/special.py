@@ -1,8 +1,10 @@
-"""``jax.scipy.special``: the special functions built from `transpiler.numpy` and
-`transpiler.nn` (each differentiable and batchable as the code it is).
+"""``jax.scipy.special``: SciPy's special functions with JAX's signatures.
 
-The approximations are XLA's and Cephes' float32 ones (``erfc``; ``gammaln`` is Lanczos'
-with g = 7, accurate in float64 too), so float64 inputs get float32 accuracy where noted.
+The gamma, incomplete gamma and beta, zeta and Bessel families are the `transpiler.lax`
+primitives (lax/gamma_functions.py, incomplete_gamma.py, incomplete_beta.py, bessel.py:
+derivative rules of their own, XLA's algorithms under ``jit``); the rest is built from
+`transpiler.numpy` and `transpiler.nn`, differentiable and batchable as the code it is.
+``erfc`` is XLA's float32 approximation, so float64 inputs get float32 accuracy there.
 Branches are computed on safe operands (``where(c, f(safe_x), g(x))``), so that a branch
 not taken never puts NaN into a derivative.
 """
@@ -14,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from transpiler import dtypes
+from transpiler import dtypes, lax
 from transpiler import numpy as jnp
+from transpiler.errors import located
 from transpiler.nn import erf, erf_inv, log_softmax, logsumexp, sigmoid, softmax
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify
+from transpiler.scipy.promotion import promote_inexact
 
 erfinv = erf_inv
 expit = sigmoid
@@ -30,6 +34,13 @@ def _inexact(x: Any) -> Any:
     if dtypes.is_float(abstractify(x).dtype):
         return x
     return conv.convert_element_type(x, dtype=dtypes.default_float())
+
+
+def _as(x: Any, dtype: Any) -> Any:
+    """`x` converted to `dtype`, one argument at a time: a function of several arguments
+    promotes each separately, so that differentiating one leaves the others constant
+    (unpacking ``a, x = promote(a, x)`` would make both depend on each)."""
+    return conv.convert_element_type(x, dtype=dtype)
 
 
 def _polynomial(x: Any, coefficients: Any) -> Any:
@@ -70,73 +81,138 @@ def logit(x: Any) -> Any:
 
 # --- the gamma family ------------------------------------------------------------------------
 
-_LANCZOS_G = 7.0
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-            -176.61503916999185, 12.507343278686905, -0.13857109526572012,
-            9.9843695780195716e-6, 1.5056327351493116e-7)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def _gammaln_right(x: Any) -> Any:
-    """``log Gamma(x)`` for ``x >= 0.5`` (Lanczos)."""
-    z = x - 1
-    series = jnp.full_like(z, _LANCZOS[0])
-    for k, c in enumerate(_LANCZOS[1:], start=1):
-        series = series + c / (z + k)
-    t = z + _LANCZOS_G + 0.5
-    return _LOG_SQRT_2PI + (z + 0.5) * jnp.log(t) - t + jnp.log(series)
-
-
 def gammaln(x: Any) -> Any:
-    """``log |Gamma(x)|``; ``inf`` at 0 and the negative integers. Left of 0.5 by the
-    reflection ``log(pi / |sin(pi x)|) - log Gamma(1 - x)``."""
+    """``log |Gamma(x)|`` (``lax.lgamma``); ``inf`` at 0 and the negative integers."""
+    return lax.lgamma(_inexact(x))
+
+
+def gammasgn(x: Any) -> Any:
+    """The sign of ``Gamma(x)``: -1 on ``(-2k-1, -2k)`` and at -0, NaN at the negative
+    integers and NaN, else 1."""
     x = _inexact(x)
-    left = x < 0.5
-    right_x = jnp.where(left, 1 - x, x)
-    right = _gammaln_right(right_x)
-    sine = jnp.abs(jnp.sin(np.pi * jnp.where(left, x, jnp.full_like(x, 0.25))))
-    reflected = math.log(math.pi) - jnp.log(sine) - right
-    pole = left & (x == jnp.floor(x))  # 0 and the negative integers
-    return jnp.where(pole, jnp.full_like(x, np.inf), jnp.where(left, reflected, right))
+    floor = jnp.floor(x)
+    negative = x < 0
+    return jnp.where((negative & (x == floor)) | jnp.isnan(x), jnp.full_like(x, np.nan),
+                     jnp.where((negative & (floor % 2 != 0)) | ((x == 0) & jnp.signbit(x)),
+                               -jnp.ones_like(x), jnp.ones_like(x)))
 
 
 def gamma(x: Any) -> Any:
-    """``Gamma(x)``: ``exp(gammaln(x))`` with the sign of Gamma (negative on
-    ``(-2k-1, -2k)``)."""
+    """``Gamma(x) = gammasgn(x) exp(gammaln(x))``."""
     x = _inexact(x)
-    negative = (x < 0) & (jnp.floor(x) % 2 == 1)
-    magnitude = jnp.exp(gammaln(x))
-    value = jnp.where(negative, -magnitude, magnitude)
-    # JAX's (and SciPy's) values at the poles: +-inf at +-0, NaN at the negative integers.
-    return jnp.where(x == 0, 1 / x, jnp.where((x < 0) & (x == jnp.floor(x)),
-                                              jnp.full_like(x, np.nan), value))
+    return gammasgn(x) * jnp.exp(lax.lgamma(x))
+
+
+def loggamma(x: Any) -> Any:
+    """``log Gamma(x)`` for real ``x > 0`` (NaN where Gamma is negative, as SciPy's real
+    loggamma)."""
+    x = _inexact(x)
+    return jnp.where(gammasgn(x) < 0, jnp.full_like(x, np.nan), lax.lgamma(x))
 
 
 def digamma(x: Any) -> Any:
-    """``d/dx log Gamma(x)``: six steps of ``psi(x) = psi(x + 1) - 1/x`` up to ``x + 6``,
-    then the asymptotic series; left of 0.5 by the reflection
-    ``psi(1 - x) - pi / tan(pi x)``."""
+    """``d/dx log Gamma(x)`` (``lax.digamma``); NaN at 0 and the negative integers."""
+    return lax.digamma(_inexact(x))
+
+
+def polygamma(n: Any, x: Any) -> Any:
+    """``psi^(n)(x)``, the n-th derivative of `digamma`; `n` must be of an integer dtype
+    (JAX's rule)."""
+    if not dtypes.is_int(abstractify(n).dtype):
+        raise located(ValueError, f"polygamma: argument `n` must be of integer type, got "
+                      f"{abstractify(n).dtype}", "pass an integer order, e.g. 1 or "
+                      "jnp.asarray(n, int)")
+    dtype = dtypes.to_inexact(jnp.result_type(n, x))
+    return lax.polygamma(_as(n, dtype), _as(x, dtype))
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+    """Hurwitz's zeta function ``sum_k (q + k)^-x`` (``lax.zeta``)."""
+    if q is None:
+        raise located(NotImplementedError, "Riemann zeta function not implemented; pass "
+                      "q != None to compute the Hurwitz Zeta function.", "zeta(x, 1.0) is "
+                      "Riemann's zeta for x > 1")
+    dtype = dtypes.to_inexact(jnp.result_type(x, q))
+    return lax.zeta(_as(x, dtype), _as(q, dtype))
+
+
+def gammainc(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function ``P(a, x)`` (``lax.igamma``)."""
+    dtype = dtypes.to_inexact(jnp.result_type(a, x))
+    return lax.igamma(_as(a, dtype), _as(x, dtype))
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+    dtype = dtypes.to_inexact(jnp.result_type(a, x))
+    return lax.igammac(_as(a, dtype), _as(x, dtype))
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """The regularized incomplete beta function ``I_x(a, b)`` (``lax.betainc``)."""
+    dtype = dtypes.to_inexact(jnp.result_type(a, b, x))
+    return lax.betainc(_as(a, dtype), _as(b, dtype), _as(x, dtype))
+
+
+def factorial(n: Any, exact: bool = False) -> Any:
+    """``n! = Gamma(n + 1)`` as a float, 0 for negative `n`."""
+    if exact:
+        raise located(NotImplementedError, "factorial with exact=True",
+                      "use math.factorial for exact integers")
+    n = _inexact(n)
+    return jnp.where(n < 0, jnp.zeros_like(n), jnp.exp(lax.lgamma(n + 1)))
+
+
+def poch(z: Any, m: Any) -> Any:
+    """The rising factorial ``Gamma(z + m) / Gamma(z)`` (1 where ``m == 0``), as
+    ``exp(gammaln(z + m) - gammaln(z))`` with the signs, so that it does not overflow where
+    the two gammas do (JAX's quotient is NaN from ``z = 35`` in float32); the quotient at
+    the poles."""
+    z, m = promote_inexact(z, m)
+    zm = z + m
+    finite = (gammasgn(z) == gammasgn(z)) & (gammasgn(zm) == gammasgn(zm))  # not at a pole
+    logs = gammasgn(zm) * gammasgn(z) * jnp.exp(gammaln(zm) - gammaln(z))
+    value = jnp.where(finite, logs, gamma(zm) / gamma(z))
+    return jnp.where(m == 0, jnp.ones_like(value), value)
+
+
+# --- Bessel functions ------------------------------------------------------------------------
+
+def i0e(x: Any) -> Any:
+    """``exp(-|x|) I0(x)`` (``lax.bessel_i0e``)."""
+    return lax.bessel_i0e(_inexact(x))
+
+
+def i1e(x: Any) -> Any:
+    """``exp(-|x|) I1(x)`` (``lax.bessel_i1e``)."""
+    return lax.bessel_i1e(_inexact(x))
+
+
+def i0(x: Any) -> Any:
+    """The modified Bessel function ``I0(x)``."""
     x = _inexact(x)
-    left = x < 0.5
-    z = jnp.where(left, 1 - x, x)
-    shift = jnp.zeros_like(z)
-    for k in range(6):
-        shift = shift + 1 / (z + k)
-    w = z + 6
-    inv2 = 1 / (w * w)
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240
-                                                                        - inv2 / 132))))
-    right = jnp.log(w) - 0.5 / w - series - shift
-    tangent = jnp.tan(np.pi * jnp.where(left, x, jnp.full_like(x, 0.25)))
-    pole = left & (x == jnp.floor(x))  # NaN at 0 and the negative integers, as in JAX
-    return jnp.where(pole, jnp.full_like(x, np.nan), jnp.where(left, right - np.pi / tangent,
-                                                                right))
+    return jnp.exp(jnp.abs(x)) * lax.bessel_i0e(x)
+
+
+def i1(x: Any) -> Any:
+    """The modified Bessel function ``I1(x)``."""
+    x = _inexact(x)
+    return jnp.exp(jnp.abs(x)) * lax.bessel_i1e(x)
 
 
 def betaln(a: Any, b: Any) -> Any:
     """``log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)``."""
-    a, b = _inexact(a), _inexact(b)
+    a, b = promote_inexact(a, b)
     return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
+def beta(a: Any, b: Any) -> Any:
+    """``B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)``, with its sign."""
+    a, b = promote_inexact(a, b)
+    return gammasgn(a) * gammasgn(b) * gammasgn(a + b) * jnp.exp(betaln(a, b))
 
 
 def multigammaln(a: Any, d: int) -> Any:
@@ -220,6 +296,8 @@ def ndtri(p: Any) -> Any:
     return jnp.where(upper, -x, x)
 
 
-__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammaln",
-           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "softmax", "xlog1py", "xlogy"]
+__all__ = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
+           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
+           "i1", "i1e", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "softmax", "xlog1py", "xlogy",
+           "zeta"]

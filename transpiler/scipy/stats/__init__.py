@@ -3,8 +3,8 @@ signatures -- ``norm.logpdf(x, loc, scale)`` and so on -- written with `transpil
 and `transpiler.scipy.special`, so every transform reads them as code.
 
 Continuous: norm, multivariate_normal, expon, uniform, laplace, logistic, cauchy, t,
-gamma, chi2, beta, dirichlet. Discrete: poisson, bernoulli, binom, geom. Not yet: the
-CDFs that need incomplete gamma/beta functions (gamma, beta, t, chi2, poisson).
+gamma, chi2, beta, dirichlet. Discrete: poisson, bernoulli, binom, geom. The CDFs of
+gamma, chi2, poisson and beta are the incomplete gamma and beta functions.
 """
 
 from transpiler.scipy.stats import (  # noqa: F401

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from transpiler import dtypes
 from transpiler import numpy as jnp
-from transpiler.scipy.special import betaln, xlog1py, xlogy
+from transpiler.primitives import conversions as conv
+from transpiler.scipy.special import betainc, betaln, xlog1py, xlogy
 from transpiler.scipy.stats.common import outside, promote_inexact
 
 
@@ -20,3 +22,31 @@ def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.exp(logpdf(x, a, b, loc, scale))
+
+
+def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    """``I_z(a, b)`` at ``z = (x - loc) / scale`` clipped to ``[0, 1]``. (Each argument is
+    converted on its own: betainc has no derivative in `a` or `b`, so they must stay
+    constant when `x` is differentiated.)"""
+    dtype = dtypes.to_inexact(jnp.result_type(x, a, b, loc, scale))
+    z = (_as(x, dtype) - _as(loc, dtype)) / _as(scale, dtype)
+    return betainc(_as(a, dtype), _as(b, dtype), jnp.clip(z, 0, 1))
+
+
+def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(cdf(x, a, b, loc, scale))
+
+
+def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    """``I_(1-z)(b, a) = 1 - cdf``, computed without the cancellation."""
+    dtype = dtypes.to_inexact(jnp.result_type(x, a, b, loc, scale))
+    z = (_as(x, dtype) - _as(loc, dtype)) / _as(scale, dtype)
+    return betainc(_as(b, dtype), _as(a, dtype), 1 - jnp.clip(z, 0, 1))
+
+
+def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(sf(x, a, b, loc, scale))
+
+
+def _as(x: Any, dtype: Any) -> Any:
+    return conv.convert_element_type(x, dtype=dtype)

@@ -1,5 +1,5 @@
 """What the distributions of `transpiler.scipy.stats` share: JAX's promotion of their
-arguments to one inexact dtype, and ``-inf`` outside a support."""
+arguments to one inexact dtype (scipy/promotion.py), and ``-inf`` outside a support."""
 
 from __future__ import annotations
 
@@ -7,30 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from transpiler import dtypes
 from transpiler import numpy as jnp
-from transpiler.primitives import conversions as conv
-from transpiler.primitives.core import abstractify
-
-
-def promote_inexact(*args: Any) -> tuple:
-    """The arguments as arrays of one floating dtype (JAX's ``promote_args_inexact``:
-    integers and bools promote to the default float, Python scalars stay weak)."""
-    dtype = dtypes.promote(*[_dtype_and_weakness(a) for a in args])[0]
-    if not dtypes.is_float(dtype):
-        dtype = dtypes.default_float()
-    return tuple([_converted(a, dtype) for a in args])
-
-
-def _dtype_and_weakness(x: Any) -> tuple:
-    aval = abstractify(x)
-    return aval.dtype, aval.weak_type
-
-
-def _converted(x: Any, dtype: Any) -> Any:
-    # (convert_element_type, not jnp.asarray: a differentiated NumPy scalar would reach
-    # NumPy's conversion, which reverse mode can only trace)
-    return conv.convert_element_type(x, dtype=dtype)
+from transpiler.scipy.promotion import promote_inexact  # noqa: F401 (re-exported)
 
 
 def outside(condition: Any, value: Any, fill: float = -np.inf) -> Any:

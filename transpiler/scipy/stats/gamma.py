@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from transpiler import numpy as jnp
-from transpiler.scipy.special import gammaln, xlogy
+from transpiler.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from transpiler.scipy.stats.common import outside, promote_inexact
 
 
@@ -19,3 +21,24 @@ def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.exp(logpdf(x, a, loc, scale))
+
+
+def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    """``P(a, (x - loc) / scale)``, 0 below `loc`."""
+    x, a, loc, scale = promote_inexact(x, a, loc, scale)
+    return gammainc(a, jnp.clip((x - loc) / scale, 0, np.inf))
+
+
+def logcdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(cdf(x, a, loc, scale))
+
+
+def sf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    """``Q(a, (x - loc) / scale)``, 1 below `loc`."""
+    x, a, loc, scale = promote_inexact(x, a, loc, scale)
+    y = (x - loc) / scale
+    return jnp.where(y < 0, jnp.ones_like(y), gammaincc(a, jnp.where(y < 0, 0, y)))
+
+
+def logsf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(sf(x, a, loc, scale))

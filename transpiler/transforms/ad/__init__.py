@@ -13,6 +13,9 @@ import numpy as np
 
 import transpiler.numpy as jnp
 from transpiler import dtypes
+from transpiler.errors import located
+from transpiler.lax.bessel import bessel_i0e
+from transpiler.lax.gamma_functions import zeta_s_derivative  # noqa: F401
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reductions as red_p
@@ -41,6 +44,26 @@ from transpiler.transforms.ad.shapes import (  # noqa: F401
 
 
 # --- elementwise -------------------------------------------------------------------------
+
+def no_derivative(function: str, operand: str, tangent: Any) -> Any:
+    """Raise: `function` has no derivative with respect to `operand` (polygamma's order,
+    zeta's exponent ...; JAX refuses them too). A rule's contribution for that operand, so
+    it runs only when the operand carries a tangent or needs a cotangent."""
+    raise located(ValueError, f"{function} has no derivative with respect to its argument "
+                  f"`{operand}` (JAX's has none either)", "differentiate with respect to the "
+                  f"other arguments only (argnums=), or pass `{operand}` through "
+                  "lax.stop_gradient")
+
+
+def bessel_i1e_slope(x: Any, out: Any) -> Any:
+    """``d i1e / dx = i0e(x) - i1e(x) (sign(x) + 1/x)``, 1/2 where ``|x|`` is below
+    epsilon (JAX's rule)."""
+    eps = float(dtypes.finfo(abstractify(x).dtype).eps)
+    tiny = jnp.abs(x) <= eps
+    safe = jnp.where(tiny, eps, x)
+    slope = bessel_i0e(safe) - out * (jnp.sign(safe) + 1 / safe)
+    return jnp.where(tiny, 0.5, slope)
+
 
 def balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where ``x == z != y``, 0.5 where ``x == y == z``, else 0: how maximum/minimum

@@ -6,7 +6,7 @@ Cotangents are arrays, containers of cotangents (tuple, list, dict), or ``None``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import collections.abc
 import functools
@@ -406,8 +406,11 @@ def field_cotangents(g: Any, n: int) -> tuple:
     return tuple(g)[:n]
 
 
-def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
-    """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time."""
+def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any,
+             activity: Optional[Sequence[bool]] = None) -> tuple:
+    """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time; `activity`
+    (from the caller's analysis) marks the arguments that carry a derivative, where not
+    all do -- the others are constants to a Python callee even when they hold floats."""
     if fn is functools.partial:  # making one, or calling one (transforms/common/partials.py)
         return partials.make_vjp(args, kwargs, g)[0]
     if partials.is_partial(fn):
@@ -432,16 +435,32 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
         if fn.vjp is None:
             raise TranspileError(f"the primitive `{fn.name}` has no VJP rule", user_location())
         out = fn(*args, **kwargs)
-        rule = vjp_rule(fn, args, kwargs)
+        rule = vjp_rule(fn, args, kwargs, activity)
         return rule(out, g, *args, **kwargs)
     if not any(_differentiable(a) for a in args):
         return (None,) * len(args)
     if not traced.readable(target(fn)):  # a builtin, C function, class: traced
         return traced.vjp(fn, args, kwargs, g)
-    active = active_params(fn, [_differentiable(a) for a in args])
+    flags = _active_flags(args, activity)
+    active = active_params(fn, flags)
     _, generated = vjp_function(fn, active, False)
     keyword = getattr(generated, "cotangent_param", "_out_bar")
-    return for_jit(generated)(*args, **kwargs, **{keyword: g})[1][:len(args)]
+    bars = for_jit(generated)(*args, **kwargs, **{keyword: g})[1][:len(args)]
+    if activity is None:
+        return bars
+    kept = []  # (loops, not comprehensions: this code is differentiated again)
+    for i in range(len(flags)):
+        kept.append(bars[i] if flags[i] else None)
+    return tuple(kept)
+
+
+def _active_flags(args: tuple, activity: Optional[Sequence[bool]]) -> list:
+    """Which run-time arguments carry a derivative: the differentiable ones, of those
+    `activity` marks where given."""
+    flags = []
+    for i in range(len(args)):
+        flags.append(_differentiable(args[i]) and (activity is None or bool(activity[i])))
+    return flags
 
 
 def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
@@ -543,16 +562,19 @@ def active_params(fn: Any, active: list) -> frozenset:
     return frozenset(names)
 
 
-def vjp_rule(fn: Any, args: tuple, kwargs: dict) -> Any:
+def vjp_rule(fn: Any, args: tuple, kwargs: dict,
+             activity: Optional[Sequence[bool]] = None) -> Any:
     """The VJP rule of primitive `fn` for these operands as a Python function
     ``rule(out, out_bar, *args, **params) -> (bar or None per arg)``.
 
     Rules come from the primitive's template as generated source (see
     `ad.templates.vjp_rule_function`), so a derivative that calls one -- `vjp_call` does, for
     callees known only at run time -- can itself be differentiated. Operands with a
-    floating dtype are the active ones. (Static: it inspects dtypes only.)"""
+    floating dtype are the active ones, unless `activity` says otherwise. (Static: it
+    inspects dtypes only.)"""
     template = fn.vjp
-    floating = [dtypes.is_inexact(abstractify(a).dtype) for a in args]
+    floating = [dtypes.is_inexact(abstractify(a).dtype) and
+                (activity is None or bool(activity[i])) for i, a in enumerate(args)]
     if template.variadic:  # evaluated directly (not differentiable a second time)
         def evaluate(out: Any, g: Any, *operands: Any, **params: Any) -> tuple:
             return tuple(evaluate_vjp(template, list(operands), params, out, g))

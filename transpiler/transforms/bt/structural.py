@@ -251,8 +251,9 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     with batched operands: the VJP f would get, batched."""
     import types
 
-    f, call_args, call_kwargs, g = args
-    f_dims, a_dims, k_dims, g_dims = dims
+    f, call_args, call_kwargs, g = args[:4]
+    activity = args[4] if len(args) > 4 else None  # (the caller's static activity)
+    f_dims, a_dims, k_dims, g_dims = dims[:4]
     a_dims = tuple(a_dims) if isinstance(a_dims, (tuple, list)) else (a_dims,) * len(call_args)
     k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
     if partials.is_partial(f):  # its function, on the bound arguments first
@@ -270,13 +271,13 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
             return (None,) * len(call_args), None
     elif isinstance(f, Primitive) and f.vjp is not None and f.differentiable:
         out, out_dims = bt.call(f, call_args, a_dims, call_kwargs, k_dims)
-        rule = rh.vjp_rule(f, call_args, call_kwargs)
+        rule = rh.vjp_rule(f, call_args, call_kwargs, activity)
         return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
                        k_dims)
     elif not traced.readable(target(f)) and not isinstance(f, Primitive):
         return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     elif isinstance(f, types.FunctionType) and not closures.is_closure(f):
-        active = rh.active_params(f, [rh._differentiable(a) for a in call_args])
+        active = rh.active_params(f, rh._active_flags(call_args, activity))
         if not active:
             return (None,) * len(call_args), None
         generated = vjp_function(f, active, False)[1]

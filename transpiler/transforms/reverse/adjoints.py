@@ -392,7 +392,8 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
     if len(stars) > 1:
         raise gen.error(stmt, "more than one *-argument in a call of a function known only "
                         "at run time", "pass the arguments through one tuple")
-    temp, out = _runtime_helper_call(gen, helper, call, positional, args, t)
+    activity = _activity(gen, positional) if helper == "vjp_call" and slots is None else None
+    temp, out = _runtime_helper_call(gen, helper, call, positional, args, t, activity)
     if slots is None:
         slots = [(_active_name(gen, a.value), i) for i, a in enumerate(positional)]
     after = len(positional) - 1 - stars[0] if stars else 0
@@ -410,15 +411,39 @@ def runtime_rule(gen: Any, stmt: cst.BaseStatement, call: cst.Call, args: list, 
     return out
 
 
+def _activity(gen: Any, positional: list) -> Optional[cst.BaseExpression]:
+    """Which positional arguments are active, as a tuple expression (a ``*xs`` argument
+    spreads its one answer over its length) -- None when all are: ``vjp_call`` then leaves
+    the inactive ones constant even where they hold floats (a custom_jvp rule's primals,
+    reached from the transposition that needs only its tangents' cotangents)."""
+    flags = [bool(_active_name(gen, a.value)) for a in positional]
+    if all(flags):
+        return None
+    elements: list[cst.BaseElement] = []
+    for a, on in zip(positional, flags):
+        if a.star:
+            elements.append(cst.StarredElement(parse_template_expression(
+                "[{on}] * len({v})", on=cst.Name(str(on)), v=a.value)))
+        else:
+            elements.append(cst.Element(cst.Name(str(on))))
+    return cst.Tuple(elements)
+
+
 def _runtime_helper_call(gen: Any, helper: str, call: cst.Call, positional: list, args: list,
-                         t: str) -> tuple[str, list[cst.BaseStatement]]:
-    """``<temp> = ad.<helper>(f, (<positional>), {<keywords>}, t_bar)``: the temp and the line."""
+                         t: str, activity: Optional[cst.BaseExpression] = None
+                         ) -> tuple[str, list[cst.BaseStatement]]:
+    """``<temp> = ad.<helper>(f, (<positional>), {<keywords>}, t_bar[, activity])``: the temp
+    and the line."""
     pos = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
                      for a in positional]) if positional else cst.parse_expression("()")
     kw = cst.Dict([cst.StarredDictElement(a.value) if a.star == "**" else
                    cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)  # type: ignore[union-attr]
                    for a in args if a.keyword is not None or a.star == "**"])
     temp = gen.tmp()
+    if activity is not None:
+        return temp, [parse_template_statement(
+            f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}}, {{a}})", g=cst.Name(temp),
+            f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)), a=activity)]
     return temp, [parse_template_statement(
         f"{{g}} = ad.{helper}({{f}}, {{p}}, {{k}}, {{b}})",
         g=cst.Name(temp), f=call.func, p=pos, k=kw, b=cst.Name(gen.bar(t)))]
