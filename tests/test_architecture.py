@@ -41,6 +41,8 @@ UPWARD = {
         "a region's results are cast with jnp where branches disagree on weak types",
     ("transpiler.lax.control", "transpiler.transforms.autograph.runtime"):
         "under jit a branch or body runs with its own Python control flow converted",
+    ("transpiler.scipy.optimize._minimize", "transpiler.transforms.reverse.api"):
+        "minimize differentiates the objective it is given (JAX's BFGS uses value_and_grad)",
     ("transpiler.random.distributions", "transpiler.transforms.reverse.custom_vjp"):
         "a gamma sample's shape is a custom_vjp whose derivative raises (not implemented)",
     ("transpiler.lax.parallel", "transpiler.transforms.reverse.custom_vjp"):

@@ -1,4 +1,5 @@
-"""Reductions with NumPy's signatures and JAX's dtype rules: sum, mean, max, argmax, var ...
+"""Reductions with NumPy's signatures and JAX's dtype rules: sum, mean, max, argmax, var,
+trapezoid ...
 
 Every function works the same on eager arrays and on Tracers: axes, keepdims and dtypes are
 static Python; values only flow through the primitives in `transpiler.primitives.reductions`.
@@ -17,6 +18,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.numpy.creation import asarray
+from transpiler.numpy.shape import expand_dims, moveaxis
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reductions as red
@@ -26,7 +29,7 @@ from transpiler.primitives.core import (abstractify, dtype_error, normalize_axes
 
 __all__ = ["all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero",
            "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "max", "mean", "min",
-           "prod", "product", "ptp", "std", "sum", "var"]
+           "prod", "product", "ptp", "std", "sum", "trapezoid", "var"]
 
 _REDUCE = {"sum": red.reduce_sum, "prod": red.reduce_prod, "max": red.reduce_max,
            "min": red.reduce_min, "and": red.reduce_and, "or": red.reduce_or}
@@ -343,3 +346,33 @@ def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
     """Array API ``cumulative_prod`` (``include_initial=False`` only)."""
     return _array_api_cumulative(cumprod, "cumulative_prod", x, axis, dtype, include_initial)
+
+
+# --- integration ------------------------------------------------------------------------
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    """The integral of `y` along `axis` by the composite trapezoidal rule, at sample points
+    `x` (1-d, or `y`'s shape) or spaced `dx` apart (JAX's: integers integrate as the
+    default float, and a constant spacing sums `y` once and corrects its two ends)."""
+    if x is None:
+        y = asarray(_cast(y, _inexact_dtype("trapezoid", y)))
+        spacing = asarray(dx)
+        if spacing.ndim > 0:
+            leading = tuple(range(y.ndim - spacing.ndim))
+            spacing = moveaxis(expand_dims(spacing, leading), axis, -1)
+    else:
+        dtype = _inexact_dtype("trapezoid", y, x)
+        y, x = asarray(_cast(y, dtype)), asarray(_cast(x, dtype))
+        x = x if x.ndim == 1 else moveaxis(x, axis, -1)
+        spacing = x[..., 1:] - x[..., :-1]
+    y = moveaxis(y, axis, -1)
+    if spacing.ndim == 0 or spacing.shape[-1] == 1:
+        step = spacing if spacing.ndim == 0 else spacing[..., 0]
+        return step * (sum(y, axis=-1) - 0.5 * (y[..., 0] + y[..., -1]))
+    return 0.5 * sum(spacing * (y[..., 1:] + y[..., :-1]), axis=-1)
+
+
+def _inexact_dtype(fn: str, *args: Any) -> np.dtype:
+    """The dtype `args` promote to, the default float for integers and bools."""
+    avals = [abstractify(a, i, fn) for i, a in enumerate(args)]
+    return _float_dtype(dtypes.promote(*[(a.dtype, a.weak_type) for a in avals])[0])

@@ -1,4 +1,5 @@
-"""``jax.scipy``: SciPy's functions on transpiler arrays, with JAX's signatures
-(`special`, `linalg` and `stats` so far; optimize and integrate are to come)."""
+"""``jax.scipy``: SciPy's functions on transpiler arrays, with JAX's signatures:
+`special`, `linalg`, `stats`, `optimize` (``minimize`` with BFGS) and `integrate`
+(``trapezoid``)."""
 
-from transpiler.scipy import linalg, special, stats  # noqa: F401
+from transpiler.scipy import integrate, linalg, optimize, special, stats  # noqa: F401
