@@ -43,8 +43,8 @@ UPWARD = {
         "under jit a branch or body runs with its own Python control flow converted",
     ("transpiler.scipy.optimize._minimize", "transpiler.transforms.reverse.api"):
         "minimize differentiates the objective it is given (JAX's BFGS uses value_and_grad)",
-    ("transpiler.random.distributions", "transpiler.transforms.reverse.custom_vjp"):
-        "a gamma sample's shape is a custom_vjp whose derivative raises (not implemented)",
+    ("transpiler.random.distributions", "transpiler.transforms.forward.custom_jvp"):
+        "gamma draws are a custom_jvp: JAX's implicit reparameterization in the shape",
     ("transpiler.lax.parallel", "transpiler.transforms.reverse.custom_vjp"):
         "the collectives are custom_vjp functions (their bwd is the transpose collective)",
 }

@@ -1,9 +1,11 @@
 """``transpiler.random``: JAX's counter-based PRNG, bit for bit, eagerly and under ``jit``.
 
-Keys are JAX's raw keys: uint32 arrays of shape (2,) (``PRNGKey(42)`` is ``[0, 42]``).
-Every function is a composite over existing primitives (``+`` wraps on uint32, ``^``,
-``|``, shifts, reshape/slice/concatenate, bitcasts), so eager NumPy and the compiled
-StableHLO compute the same bits -- and the same bits as ``jax.random``:
+Keys are JAX's raw keys, uint32 arrays of shape (2,) (``PRNGKey(42)`` is ``[0, 42]``), or
+its typed keys (``key(42)``, a `KeyArray` over that data; keys.py): every function takes
+either, and `split`/`fold_in` give keys of the kind they were given. Every function is a
+composite over existing primitives (``+`` wraps on uint32, ``^``, ``|``, shifts,
+reshape/slice/concatenate, bitcasts), so eager NumPy and the compiled StableHLO compute
+the same bits -- and the same bits as ``jax.random``:
 
 - the threefry2x32 hash (20 rounds) is ``jax._src.random.threefry2x32``'s;
 - ``split``/``bits`` follow JAX's default *partitionable* scheme (the default since JAX
@@ -26,30 +28,19 @@ from transpiler.config import config
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import shape as sp
 from transpiler.lax.special import erf, erf_inv
-from transpiler.primitives.core import (ShapedArray, Tracer, abstractify, broadcast_shapes,
+from transpiler.primitives.core import (Tracer, abstractify, broadcast_shapes,
                                         dtype_error, shape_error)
+from transpiler.lax.parallel import AXES
+from transpiler.lax.sorting import top_k
 from transpiler.prng import (_hash_shape, _partitionable, _prefix,
                              _row, _threefry_2x32, threefry2x32)
+from transpiler.random.keys import KeyArray, check_impl, raw_key, wrap_like
 
 Shape = Union[int, Sequence[int]]
 _U32 = dtypes.uint32
-_KEY_MESSAGE = "a PRNG key is a uint32 array of shape (2,)"
 
 
 # --- argument checks ---------------------------------------------------------------------
-
-def check_key(name: str, key: Any) -> ShapedArray:
-    try:
-        aval = abstractify(key, 0, name)
-    except TypeError:
-        aval = None
-    if aval is None or aval.shape != (2,) or aval.dtype != _U32:
-        got = f"{aval}" if aval is not None else type(key).__name__
-        raise dtype_error(f"random.{name}: {_KEY_MESSAGE}, got {got}",
-                          "make keys with random.PRNGKey(seed), random.split or "
-                          "random.fold_in")
-    return aval
-
 
 def static_shape(name: str, shape: Any) -> tuple[int, ...]:
     """`shape` as a tuple of Python ints; a traced shape is an error naming the fix."""
@@ -87,9 +78,12 @@ def float_dtype(name: str, dtype: Any) -> np.dtype:
 
 # --- keys ----------------------------------------------------------------------------------
 
-def PRNGKey(seed: Any) -> Any:
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:
     """A raw key from an integer seed: ``[seed >> 32, seed & 0xFFFFFFFF]`` (high word 0
     without x64, where the seed is first wrapped to int32, as in JAX)."""
+    check_impl("PRNGKey", impl)
+    if isinstance(seed, KeyArray):
+        raise TypeError("PRNGKey accepts a scalar seed, but was given a PRNG key.")
     if isinstance(seed, (bool, np.bool_)):
         raise TypeError("PRNGKey: the seed must be an integer, got a bool")
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, np.ndarray):
@@ -113,25 +107,38 @@ def PRNGKey(seed: Any) -> Any:
                           axis=0)
 
 
-key = PRNGKey
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> Any:
+    """A typed key (shape ``()``, dtype ``key<fry>``) from an integer seed: `PRNGKey`'s
+    data, wrapped (a raw key while a `vmap` runs; see keys.py)."""
+    if dtype is not None and impl is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments to random.key")
+    check_impl("key", impl if dtype is None else dtype)
+    if isinstance(seed, KeyArray):
+        raise TypeError("key accepts a scalar seed, but was given a PRNG key.")
+    data = PRNGKey(seed)
+    if AXES:  # (keys are raw while a vmap runs)
+        return data
+    return KeyArray(data)
 
 
 def split(key: Any, num: Shape = 2) -> Any:
-    """`num` new keys (shape ``(*num, 2)``) derived from `key`."""
-    check_key("split", key)
+    """`num` new keys (shape ``(*num,)``, or ``(*num, 2)`` for a raw key) from `key`."""
+    data = raw_key("split", key)
     shape = static_shape("split", num)
     if _partitionable():
-        bits1, bits2 = _hash_shape(key, shape)
-        return sp.concatenate(sp.reshape(bits1, new_sizes=shape + (1,)),
-                              sp.reshape(bits2, new_sizes=shape + (1,)), axis=len(shape))
-    size = math.prod(shape)
-    counts = conv.iota(dtype=_U32, shape=(2 * size,), dimension=0)
-    return sp.reshape(_threefry_2x32(key, counts, 2 * size), new_sizes=shape + (2,))
+        bits1, bits2 = _hash_shape(data, shape)
+        out = sp.concatenate(sp.reshape(bits1, new_sizes=shape + (1,)),
+                             sp.reshape(bits2, new_sizes=shape + (1,)), axis=len(shape))
+    else:
+        size = math.prod(shape)
+        counts = conv.iota(dtype=_U32, shape=(2 * size,), dimension=0)
+        out = sp.reshape(_threefry_2x32(data, counts, 2 * size), new_sizes=shape + (2,))
+    return wrap_like(key, out)
 
 
 def fold_in(key: Any, data: Any) -> Any:
     """A new key that is a deterministic function of `key` and the 32-bit integer `data`."""
-    check_key("fold_in", key)
+    words = raw_key("fold_in", key)
     if isinstance(data, int) and not isinstance(data, bool):
         data = np.uint32(data & 0xFFFFFFFF)
     aval = abstractify(data, 1, "fold_in")
@@ -139,7 +146,8 @@ def fold_in(key: Any, data: Any) -> Any:
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                         f"{aval.shape} != (). Use jax.vmap for batching.")
     word = sp.reshape(conv.convert_element_type(data, dtype=_U32), new_sizes=(1,))
-    return _threefry_2x32(key, sp.concatenate(np.zeros((1,), _U32), word, axis=0), 2)
+    out = _threefry_2x32(words, sp.concatenate(np.zeros((1,), _U32), word, axis=0), 2)
+    return wrap_like(key, out)
 
 
 # --- bits ----------------------------------------------------------------------------------
@@ -177,7 +185,7 @@ def random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
 
 def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Uniform random bits: unsigned ints of `dtype` (default uint32; uint64 with x64)."""
-    check_key("bits", key)
+    key = raw_key("bits", key)
     dt = (dtypes.uint64 if config.enable_x64 else _U32) if dtype is None \
         else dtypes.canonicalize(dtype)
     if dt.kind != "u":
@@ -190,7 +198,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in ``[minval, maxval)``: random mantissa bits under exponent 0."""
-    check_key("uniform", key)
+    key = raw_key("uniform", key)
     shape = static_shape("uniform", shape)
     dt = float_dtype("uniform", dtype)
     check_param_shape("uniform", shape, minval, maxval)
@@ -209,7 +217,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0,
 
 def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard normal samples: ``sqrt(2) * erf_inv(uniform(-1, 1))``, as in JAX."""
-    check_key("normal", key)
+    key = raw_key("normal", key)
     dt = float_dtype("normal", dtype)
     shape = static_shape("normal", shape)
     lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt), dtype=dt) if dt.itemsize >= 4 \
@@ -221,7 +229,7 @@ def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Optional[Shape] = None,
                      dtype: Any = None) -> Any:
     """Normal samples conditioned on ``lower < x < upper`` (inverse-CDF method)."""
-    check_key("truncated_normal", key)
+    key = raw_key("truncated_normal", key)
     dt = float_dtype("truncated_normal", dtype)
     if shape is None:
         shape = broadcast_shapes("truncated_normal", abstractify(lower).shape,
@@ -250,16 +258,21 @@ def _next_float(x: Any, up: bool) -> Any:
     return jnp.where(x == 0, zero_step, jnp.where(jnp.isfinite(x), out, x))
 
 
-def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str = "low") -> Any:
-    """Gumbel samples ``-log(-log(u))`` (JAX's 'low' and 'high' modes)."""
-    check_key("gumbel", key)
+def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: Optional[str] = None) -> Any:
+    """Gumbel samples ``-log(-log(u))`` (JAX's 'low' mode, the default, and its 'high'
+    mode: a second uniform draw refines ``u`` below 1/2)."""
+    key = raw_key("gumbel", key)
     dt = float_dtype("gumbel", dtype)
     shape = static_shape("gumbel", shape)
     info = dtypes.finfo(dt)
+    mode = "low" if mode is None else mode
+    if mode == "highest":
+        raise NotImplementedError("random.gumbel: mode='highest' is not implemented yet (it "
+                                  "needs a count-leading-zeros operation); use mode='high'")
+    if mode not in ("low", "high"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     if mode == "low":
         return -jnp.log(-jnp.log(uniform(key, shape, dt, minval=float(info.tiny), maxval=1.0)))
-    if mode != "high":
-        raise ValueError(f"gumbel: mode must be 'low' or 'high', got {mode!r}")
     both = uniform(key, (2,) + shape, dt)
     high, low = _row(both, 0), _row(both, 1)
     x = jnp.where(high >= 0.5, high, high + 2.0 ** -info.nmant * low + float(info.tiny))
@@ -284,7 +297,7 @@ def _clip_to(value: Any, dtype: np.dtype) -> Any:
 
 def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Integers in ``[minval, maxval)``: JAX's two-words-per-value modulus method."""
-    check_key("randint", key)
+    key = raw_key("randint", key)
     shape = static_shape("randint", shape)
     dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
     if not dtypes.is_int(dt):
@@ -324,22 +337,33 @@ def _randint(key: Any, shape: tuple[int, ...], minval: Any, maxval: Any,
     return minval + conv.convert_element_type(offset, dtype=dtype)
 
 
-def bernoulli(key: Any, p: Any = 0.5, shape: Optional[Shape] = None) -> Any:
-    """Booleans that are True with probability `p`: ``uniform(key, shape) < p``."""
-    check_key("bernoulli", key)
+def bernoulli(key: Any, p: Any = 0.5, shape: Optional[Shape] = None,
+              mode: str = "low") -> Any:
+    """Booleans that are True with probability `p`: ``uniform(key, shape) < p``, or with
+    mode 'high' ``u2 * 2^-nmant < p - u1`` (twice the bits, right for tiny `p`)."""
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    key = raw_key("bernoulli", key)
     aval = abstractify(p, 1, "bernoulli")
     if not dtypes.is_float(aval.dtype):
         raise dtype_error(f"bernoulli probability `p` must have a floating dtype, "
                           f"got {aval.dtype}")
     shape = aval.shape if shape is None else static_shape("bernoulli", shape)
     check_param_shape("bernoulli", shape, p)
-    return uniform(key, shape, aval.dtype) < p
+    if mode == "low":
+        return uniform(key, shape, aval.dtype) < p
+    both = uniform(key, (2, *shape), aval.dtype)
+    u1, u2 = _row(both, 0), _row(both, 1)
+    u2 = u2 * np.array(2.0 ** -dtypes.finfo(aval.dtype).nmant, aval.dtype)
+    return u2 < p - u1
 
 
-def categorical(key: Any, logits: Any, axis: int = -1, shape: Optional[Shape] = None) -> Any:
-    """Samples of category indices with probabilities ``softmax(logits, axis)``:
-    the Gumbel-max trick ``argmax(logits + gumbel)``, as JAX does with replacement."""
-    check_key("categorical", key)
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Optional[Shape] = None,
+                replace: bool = True, mode: Optional[str] = None) -> Any:
+    """Samples of category indices with probabilities ``softmax(logits, axis)``: the
+    Gumbel-max trick ``argmax(logits + gumbel)``, or without replacement the Gumbel top-k
+    trick (the leading `shape` axes are the draws, distinct for each batch element)."""
+    key = raw_key("categorical", key)
     logits = jnp.asarray(logits)
     ndim = logits.ndim
     axis = axis % ndim if ndim else 0
@@ -347,11 +371,27 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Optional[Shape] = 
     shape = batch_shape if shape is None else static_shape("categorical", shape)
     check_param_shape("categorical", shape, np.empty(batch_shape, np.int8))
     prefix = shape[:len(shape) - len(batch_shape)]
+    if not replace:
+        return _categorical_without_replacement(key, logits, axis, shape, prefix, mode)
     logits_shape = list(shape[len(shape) - len(batch_shape):])
     logits_shape.insert(axis, logits.shape[axis])
-    noise = gumbel(key, prefix + tuple(logits_shape), logits.dtype)
+    noise = gumbel(key, prefix + tuple(logits_shape), logits.dtype, mode=mode)
     expanded = jnp.reshape(logits, (1,) * len(prefix) + logits.shape)
     return jnp.argmax(noise + expanded, axis=axis + len(prefix))
+
+
+def _categorical_without_replacement(key: Any, logits: Any, axis: int,
+                                     shape: tuple[int, ...], prefix: tuple[int, ...],
+                                     mode: Optional[str]) -> Any:
+    """The top ``prod(prefix)`` of ``logits + gumbel`` along `axis`, draws first."""
+    perturbed = logits + gumbel(key, logits.shape, logits.dtype, mode=mode)
+    k = math.prod(prefix)
+    if k > logits.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
+                         f"of categories ({logits.shape[axis]}).")
+    indices = top_k(jnp.moveaxis(perturbed, axis, -1), k)[1]
+    last = indices.ndim - 1
+    return jnp.reshape(jnp.transpose(indices, (last, *range(last))), shape)
 
 
 __all__ = ["PRNGKey", "key", "split", "fold_in", "bits", "uniform", "normal", "randint",

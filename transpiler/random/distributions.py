@@ -4,7 +4,8 @@ lognormal, weibull_min, rayleigh, wald, triangular, maxwell, double_sided_maxwel
 rademacher, geometric, multivariate_normal and orthogonal (through `jnp.linalg`'s
 Cholesky/eigh/SVD and QR), and the gamma family: gamma and loggamma (Marsaglia and
 Tsang's rejection method, one draw per element in a `lax.map`), beta, dirichlet,
-chisquare and t. Not yet: f, poisson, binomial, and the derivative of a gamma sample with
+chisquare, t and f, generalized_normal and ball. (The counting samplers -- poisson,
+binomial, multinomial -- are in counts.py.) Not yet: the derivative of a gamma sample with
 respect to its shape (JAX's implicit reparameterization).
 """
 
@@ -16,15 +17,17 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
-from transpiler.errors import TranspileError, user_location
 from transpiler import numpy as jnp
+from transpiler.lax import stop_gradient
 from transpiler.lax.control import while_loop
+from transpiler.lax.incomplete_gamma import random_gamma_grad
 from transpiler.lax.loops import map as lax_map
 from transpiler.numpy import linalg as jla
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify, broadcast_shapes, dtype_error, shape_error
-from transpiler.random.core import (Shape, bernoulli, normal, split, uniform, check_key,
-                                    check_param_shape, float_dtype, static_shape)
+from transpiler.random.core import (Shape, bernoulli, check_param_shape, float_dtype, normal,
+                                    split, static_shape, uniform)
+from transpiler.random.keys import raw_key
 
 
 def _shape_of(name: str, shape: Optional[Shape], *params: Any) -> tuple[int, ...]:
@@ -56,13 +59,13 @@ def _two_keys(key: Any) -> tuple[Any, Any]:
 
 def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Exponential samples ``-log1p(-u)``."""
-    check_key("exponential", key)
+    key = raw_key("exponential", key)
     return -jnp.log1p(-uniform(key, shape, float_dtype("exponential", dtype)))
 
 
 def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Laplace samples ``sign(u) log1p(-|u|)`` with ``u`` uniform on ``(-1, 1)``."""
-    check_key("laplace", key)
+    key = raw_key("laplace", key)
     dt = float_dtype("laplace", dtype)
     u = uniform(key, shape, dt, minval=-1.0 + float(dtypes.finfo(dt).epsneg), maxval=1.0)
     return jnp.sign(u) * jnp.log1p(-jnp.abs(u))
@@ -70,7 +73,7 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 
 def logistic(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Logistic samples ``log(u) - log1p(-u)``."""
-    check_key("logistic", key)
+    key = raw_key("logistic", key)
     dt = float_dtype("logistic", dtype)
     x = uniform(key, shape, dt, minval=float(dtypes.finfo(dt).tiny), maxval=1.0)
     return jnp.log(x) - jnp.log1p(-x)
@@ -78,7 +81,7 @@ def logistic(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 
 def cauchy(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Cauchy samples ``tan(pi (u - 1/2))``."""
-    check_key("cauchy", key)
+    key = raw_key("cauchy", key)
     dt = float_dtype("cauchy", dtype)
     u = uniform(key, shape, dt, minval=_eps(dt), maxval=1.0)
     return jnp.tan(np.array(np.pi, dt) * (u - np.array(0.5, dt)))
@@ -86,7 +89,7 @@ def cauchy(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 
 def pareto(key: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Pareto samples ``exp(e / b)`` with ``e`` exponential."""
-    check_key("pareto", key)
+    key = raw_key("pareto", key)
     dt = float_dtype("pareto", dtype)
     shape = _shape_of("pareto", shape, b)
     return jnp.exp(exponential(key, shape, dt) / conv.convert_element_type(b, dtype=dt))
@@ -95,7 +98,7 @@ def pareto(key: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = None) -
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape = (),
                 dtype: Any = None) -> Any:
     """Weibull samples ``scale (-log1p(-u))^(1 / concentration)``."""
-    check_key("weibull_min", key)
+    key = raw_key("weibull_min", key)
     dt = float_dtype("weibull_min", dtype)
     u = uniform(key, static_shape("weibull_min", shape), dt, minval=0, maxval=1)
     return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
@@ -103,7 +106,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape = (),
 
 def rayleigh(key: Any, scale: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Rayleigh samples ``scale sqrt(-2 log u)``."""
-    check_key("rayleigh", key)
+    key = raw_key("rayleigh", key)
     dt = float_dtype("rayleigh", dtype)
     shape = _shape_of("rayleigh", shape, scale)
     u = uniform(key, shape, dt)
@@ -114,7 +117,7 @@ def rayleigh(key: Any, scale: Any, shape: Optional[Shape] = None, dtype: Any = N
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Optional[Shape] = None,
                dtype: Any = None) -> Any:
     """Triangular samples on ``[left, right]`` peaking at `mode` (inverse CDF)."""
-    check_key("triangular", key)
+    key = raw_key("triangular", key)
     dt = float_dtype("triangular", dtype)
     shape = _shape_of("triangular", shape, left, mode, right)
     left, mode, right = (jnp.broadcast_to(conv.convert_element_type(v, dtype=dt), shape)
@@ -129,7 +132,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Optional[Shape
 def geometric(key: Any, p: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """The number of Bernoulli(p) trials up to the first success: ``floor(log u /
     log1p(-p)) + 1``."""
-    check_key("geometric", key)
+    key = raw_key("geometric", key)
     dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
     if not dtypes.is_int(dt):
         raise dtype_error(f"random.geometric: dtype must be an integer dtype, got {dt}")
@@ -148,7 +151,7 @@ def geometric(key: Any, p: Any, shape: Optional[Shape] = None, dtype: Any = None
 def lognormal(key: Any, sigma: Any = 1.0, shape: Optional[Shape] = None,
               dtype: Any = None) -> Any:
     """Log-normal samples ``exp(sigma z)``."""
-    check_key("lognormal", key)
+    key = raw_key("lognormal", key)
     dt = float_dtype("lognormal", dtype)
     shape = _shape_of("lognormal", shape, sigma)
     return jnp.exp(normal(key, shape, dt) * conv.convert_element_type(sigma, dtype=dt))
@@ -156,7 +159,7 @@ def lognormal(key: Any, sigma: Any = 1.0, shape: Optional[Shape] = None,
 
 def wald(key: Any, mean: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Wald (inverse Gaussian) samples by Michael, Schucany and Haas' transformation."""
-    check_key("wald", key)
+    key = raw_key("wald", key)
     dt = float_dtype("wald", dtype)
     shape = _shape_of("wald", shape, mean)
     k1, k2 = _two_keys(key)
@@ -172,7 +175,7 @@ def wald(key: Any, mean: Any, shape: Optional[Shape] = None, dtype: Any = None) 
 
 def maxwell(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Maxwell samples: the length of a standard normal 3-vector."""
-    check_key("maxwell", key)
+    key = raw_key("maxwell", key)
     dt = float_dtype("maxwell", dtype)
     shape = static_shape("maxwell", shape)
     return jla.norm(normal(key, shape + (3,), dt), axis=-1)
@@ -180,7 +183,7 @@ def maxwell(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 
 def rademacher(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """-1 or +1 with equal probability."""
-    check_key("rademacher", key)
+    key = raw_key("rademacher", key)
     dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
     samples = bernoulli(key, 0.5, static_shape("rademacher", shape)).astype(dt)
     return (2 * samples - 1).astype(dt)
@@ -189,7 +192,7 @@ def rademacher(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape = (),
                          dtype: Any = None) -> Any:
     """A Maxwell sample with a random sign, scaled and shifted."""
-    check_key("double_sided_maxwell", key)
+    key = raw_key("double_sided_maxwell", key)
     dt = float_dtype("double_sided_maxwell", dtype)
     params = broadcast_shapes("double_sided_maxwell", abstractify(loc).shape,
                               abstractify(scale).shape)
@@ -203,7 +206,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Optional[Shape] = 
                         dtype: Any = None, method: str = "cholesky") -> Any:
     """Samples ``mean + factor @ z`` with ``factor factor^T == cov`` by `method`
     ('cholesky', 'eigh' or 'svd')."""
-    check_key("multivariate_normal", key)
+    key = raw_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError(f"random.multivariate_normal: method must be one of 'svd', 'eigh' "
                          f"or 'cholesky', got {method!r}")
@@ -241,7 +244,7 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None,
                m: Optional[int] = None) -> Any:
     """Uniformly (Haar) distributed ``(n, m)`` matrices with orthonormal columns (or rows):
     the Q of a normal matrix's QR with R's diagonal signs folded in."""
-    check_key("orthogonal", key)
+    key = raw_key("orthogonal", key)
     dt = float_dtype("orthogonal", dtype)
     shape = static_shape("orthogonal", shape)
     n = operator.index(n)
@@ -310,51 +313,59 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
     return d * v * boost
 
 
-def _sampled_shape(a: Any) -> Any:
-    """`a` itself; differentiating through it is an error (`_underivable` below)."""
-    return a
+def _draws(keys: Any, alphas: Any, log_space: bool) -> Any:
+    """One Gamma(alpha) draw (or its log) per key and shape; differentiable in `alphas`
+    (`_reparameterized` below)."""
+    return lax_map(lambda pair: _gamma_one(pair[0], pair[1], log_space), (keys, alphas))
 
 
-def _shape_derivative(*args: Any) -> Any:
-    raise TranspileError(
-        "random.gamma: the derivative of a gamma sample with respect to its shape `a` is "
-        "not implemented yet (JAX's implicit reparameterization needs the derivative of "
-        "the incomplete gamma function)", user_location(),
-        "wrap the shape in lax.stop_gradient if the samples need no derivative in it")
+def _draws_jvp(log_space: bool, primals: tuple, tangents: tuple) -> tuple:
+    """JAX's implicit reparameterization: a sample ``x`` with ``P(a, x) = u`` (u fixed by
+    the key) moves by ``dx/da = -(dP/da) / (dP/dx)`` (``lax.random_gamma_grad``); a log
+    sample by that over ``x`` (``x`` at least the smallest normal float)."""
+    keys, alphas = primals
+    alpha_dot = tangents[1]
+    out = _draws(keys, alphas, log_space)
+    if log_space:
+        samples = jnp.exp(out)
+        tiny = np.array(dtypes.finfo(abstractify(out).dtype).tiny, abstractify(out).dtype)
+        samples = jnp.where(samples == 0, tiny, samples)
+        slope = random_gamma_grad(alphas, samples) / samples
+    else:
+        slope = random_gamma_grad(alphas, out)
+    return out, slope * alpha_dot
 
 
-def _underivable() -> None:
-    """Make `_sampled_shape` a custom_vjp whose derivative raises: without it, reverse and
-    forward mode would differentiate the rejection loop with its draws held fixed, which
-    is a different (biased) estimator from JAX's -- a silent wrong answer."""
-    from transpiler.transforms.reverse.custom_vjp import CustomVJP  # upward: the transforms
-    wrapped = CustomVJP(_sampled_shape)
-    wrapped.defvjp(_shape_derivative, _shape_derivative)
-    wrapped.nondifferentiable = True
-    globals()["_sampled_shape"] = wrapped
+def _reparameterized() -> None:
+    """Make `_draws` a custom_jvp with `_draws_jvp` as its rule (reverse mode transposes
+    it): without it, the transforms would differentiate the rejection loop with its draws
+    held fixed, a different (biased) estimator from JAX's -- a silent wrong answer."""
+    from transpiler.transforms.forward.custom_jvp import CustomJVP  # upward: the transforms
+    wrapped = CustomJVP(_draws, nondiff_argnums=(2,))
+    wrapped.defjvp(_draws_jvp)
+    globals()["_draws"] = wrapped
 
 
-_underivable()
+_reparameterized()
 
 
 def _gamma(name: str, key: Any, a: Any, shape: Optional[Shape], dtype: Any,
            log_space: bool) -> Any:
-    check_key(name, key)
+    key = raw_key(name, key)
     dt = float_dtype(name, dtype)
-    shape = _shape_of(name, shape, a)
-    a = jnp.broadcast_to(conv.convert_element_type(_sampled_shape(a), dtype=dt), shape)
+    shape = _shape_of(name, shape, stop_gradient(a))  # (its shape only: no derivative)
+    a = jnp.broadcast_to(conv.convert_element_type(a, dtype=dt), shape)
     size = int(np.prod(shape, dtype=np.int64))
     if size == 0:
         return jnp.zeros(shape, dt)
     keys = jnp.reshape(split(key, size), (size, 2))
-    samples = lax_map(lambda pair: _gamma_one(pair[0], pair[1], log_space),
-                      (keys, jnp.reshape(a, (size,))))
-    return jnp.reshape(samples, shape)
+    return jnp.reshape(_draws(keys, jnp.reshape(a, (size,)), log_space), shape)
 
 
 def gamma(key: Any, a: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Gamma(a) samples (unit scale): Marsaglia and Tsang's rejection method, one draw per
-    element (JAX's algorithm and key splitting). Not differentiable in `a` yet."""
+    element (JAX's algorithm and key splitting); differentiable in `a` by implicit
+    reparameterization, as JAX's."""
     return _gamma("gamma", key, a, shape, dtype, log_space=False)
 
 
@@ -365,7 +376,7 @@ def loggamma(key: Any, a: Any, shape: Optional[Shape] = None, dtype: Any = None)
 
 def beta(key: Any, a: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Beta(a, b) samples ``G_a / (G_a + G_b)`` from two log-gamma draws."""
-    check_key("beta", key)
+    key = raw_key("beta", key)
     dt = float_dtype("beta", dtype)
     shape = _shape_of("beta", shape, a, b)
     key_a, key_b = _two_keys(key)
@@ -380,7 +391,7 @@ def beta(key: Any, a: Any, b: Any, shape: Optional[Shape] = None, dtype: Any = N
 
 def dirichlet(key: Any, alpha: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Dirichlet(alpha) samples over the last axis: a softmax of log-gamma draws."""
-    check_key("dirichlet", key)
+    key = raw_key("dirichlet", key)
     dt = float_dtype("dirichlet", dtype)
     alpha_shape = abstractify(alpha, 1, "dirichlet").shape
     if len(alpha_shape) < 1:
@@ -398,7 +409,7 @@ def dirichlet(key: Any, alpha: Any, shape: Optional[Shape] = None, dtype: Any = 
 
 def chisquare(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Chi-squared samples ``2 exp(loggamma(df / 2))``."""
-    check_key("chisquare", key)
+    key = raw_key("chisquare", key)
     dt = float_dtype("chisquare", dtype)
     shape = _shape_of("chisquare", shape, df)
     half = conv.convert_element_type(df, dtype=dt) / np.array(2, dt)
@@ -407,7 +418,7 @@ def chisquare(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = Non
 
 def t(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = None) -> Any:
     """Student's t samples ``z sqrt((df / 2) / G(df / 2))``."""
-    check_key("t", key)
+    key = raw_key("t", key)
     dt = float_dtype("t", dtype)
     shape = _shape_of("t", shape, df)
     key_n, key_g = _two_keys(key)
@@ -416,7 +427,48 @@ def t(key: Any, df: Any, shape: Optional[Shape] = None, dtype: Any = None) -> An
     return n * jnp.sqrt(half / gamma(key_g, half, shape, dt))
 
 
-__all__ = ["beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell", "exponential",
-           "gamma", "geometric", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
-           "multivariate_normal", "orthogonal", "pareto", "rademacher", "rayleigh", "t",
-           "triangular", "wald", "weibull_min"]
+def f(key: Any, dfnum: Any, dfden: Any, shape: Optional[Shape] = None,
+      dtype: Any = None) -> Any:
+    """F(dfnum, dfden) samples: the ratio of two chi-squared draws, each over its degrees
+    of freedom."""
+    key = raw_key("f", key)
+    dt = float_dtype("f", dtype)
+    shape = _shape_of("f", shape, dfnum, dfden)
+    dfnum = conv.convert_element_type(dfnum, dtype=dt)
+    dfden = conv.convert_element_type(dfden, dtype=dt)
+    key_dfd, key_dfn = _two_keys(key)
+    num = chisquare(key_dfn, dfnum, shape, dt) / dfnum
+    den = chisquare(key_dfd, dfden, shape, dt) / dfden
+    return num / den
+
+
+def generalized_normal(key: Any, p: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Samples of density proportional to ``exp(-|x|^p)``: ``G^(1/p)`` with a random sign,
+    ``G`` a Gamma(1/p) draw."""
+    key = raw_key("generalized_normal", key)
+    dt = float_dtype("generalized_normal", dtype)
+    shape = static_shape("generalized_normal", shape)
+    key_g, key_r = _two_keys(key)
+    g = gamma(key_g, 1 / p, shape, dt)
+    r = rademacher(key_r, shape, dt)
+    return r * g ** (1 / p)
+
+
+def ball(key: Any, d: int, p: Any = 2, shape: Shape = (), dtype: Any = None) -> Any:
+    """Points uniform in the unit Lp ball of dimension `d` (shape ``(*shape, d)``):
+    generalized normal coordinates over ``(sum |g|^p + e)^(1/p)``, ``e`` exponential
+    (Barthe, Guedon, Mendelson and Naor)."""
+    key = raw_key("ball", key)
+    dt = float_dtype("ball", dtype)
+    shape = static_shape("ball", shape)
+    d = operator.index(d)
+    key_g, key_e = _two_keys(key)
+    g = generalized_normal(key_g, p, (*shape, d), dt)
+    e = exponential(key_e, shape, dt)
+    return g / ((jnp.sum(jnp.abs(g) ** p, axis=-1) + e) ** (1 / p))[..., None]
+
+
+__all__ = ["ball", "beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell",
+           "exponential", "f", "gamma", "generalized_normal", "geometric", "laplace",
+           "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "orthogonal",
+           "pareto", "rademacher", "rayleigh", "t", "triangular", "wald", "weibull_min"]

@@ -14,8 +14,8 @@ from transpiler import dtypes
 from transpiler import numpy as jnp
 from transpiler.lax.sorting import sort_key_val, top_k
 from transpiler.primitives.core import abstractify, normalize_axis
-from transpiler.random.core import (check_key, gumbel, randint, random_bits, split,
-                                    uniform)
+from transpiler.random.core import gumbel, randint, random_bits, split, uniform
+from transpiler.random.keys import raw_key
 
 
 def _shuffle(key: Any, x: Any, axis: int) -> Any:
@@ -44,7 +44,7 @@ def _population(name: str, x: Any) -> int:
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of ``arange(x)`` (an int `x`) or of `x` along `axis` (every
     slice alike, unless `independent`)."""
-    check_key("permutation", key)
+    key = raw_key("permutation", key)
     x_aval = abstractify(x, 1, "permutation")
     if x_aval.ndim == 0:
         return _shuffle(key, jnp.arange(_population("permutation", x)), 0)
@@ -61,7 +61,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     """Samples from ``arange(a)`` (an int `a`) or from `a` along `axis`: uniform or with
     probabilities `p`, with or without replacement (JAX's algorithms: randint, a
     permutation's prefix, an inverse-CDF search, or the Gumbel top-k)."""
-    check_key("choice", key)
+    key = raw_key("choice", key)
     if not isinstance(shape, Sequence):
         raise TypeError(f"random.choice: shape must be a sequence, got {shape!r}")
     arr = jnp.asarray(a)
