@@ -265,3 +265,21 @@ def test_switch_inside_a_loop_differentiates_under_jit():
     eps = 1e-3
     numeric = (float(f(w + eps, x)) - float(f(w - eps, x))) / (2 * eps)
     np.testing.assert_allclose(float(eager[0]), numeric, rtol=2e-2)
+
+
+def _until_done(x):
+    """A `done` flag the body replaces without reading it, which the condition reads."""
+    return lax.while_loop(lambda c: ~c[1] & (c[0] < 3),
+                          lambda c: (c[0] + 1, c[2][0] > 2.0, c[2] + 1.0),
+                          (0, jnp.asarray(False), x))
+
+
+def test_while_body_may_replace_a_flag_it_does_not_read():
+    """IREE 3.13 crashed (signal 11) compiling such a loop when its flag was returned; the
+    body now reads every carry (regions._reading_every_argument)."""
+    x = np.ones(2, np.float32)
+    done = tp.jit(lambda v: _until_done(v)[1])(x)
+    assert bool(done) is True
+    flag, values = tp.jit(lambda v: (_until_done(v)[1], _until_done(v)[2]))(x)
+    assert bool(flag) is True
+    np.testing.assert_array_equal(values, [4.0, 4.0])

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 from iree.compiler import ir
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, located
-from transpiler.lowering.builder import aval_type
+from transpiler.lowering.builder import LoweringContext, aval_type
 from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
@@ -86,8 +87,10 @@ class Regions:
                attributes: dict[str, ir.Attribute] | None = None) -> list[ir.Value]:
         """Terminate each region (``stablehlo.return`` of its leaves converted to the given
         avals), create op `name` in the placeholder's place, move the blocks into it."""
-        for region, avals in terminators:
-            _terminate(region, avals)
+        for i, (region, avals) in enumerate(terminators):
+            # (a while's body is its last region)
+            _terminate(region, avals, reads_every_argument=name == "stablehlo.while" and
+                       i == len(terminators) - 1)
         with ir.InsertionPoint(self.holder), mlir_location():
             op = ir.Operation.create(name, results=[aval_type(a) for a in results],
                                      operands=list(operands), attributes=attributes or {},
@@ -109,7 +112,13 @@ def _output_aval(leaf: Any, index: int) -> ShapedArray:
                       "value outside the branch or loop") from None
 
 
-def _terminate(region: Region, avals: Sequence[ShapedArray]) -> None:
+def _terminate(region: Region, avals: Sequence[ShapedArray],
+               reads_every_argument: bool = False) -> None:
+    """End `region` with ``stablehlo.return`` of its leaves as `avals`. With
+    `reads_every_argument` (a while body) a carry the body replaces without reading it is
+    returned as ``select(<barrier of false>, <the carry>, <its new value>)``: IREE 3.13
+    crashed (signal 11 in ConvertToStreamPass) on a while whose body replaced a carry --
+    a ``done`` flag -- that the condition read, dropping the argument but not the result."""
     trace = region.trace
     core.trace_stack.append(trace)
     try:
@@ -122,9 +131,28 @@ def _terminate(region: Region, avals: Sequence[ShapedArray]) -> None:
                 leaf = jnp.broadcast_to(leaf, want.shape)
             values.append(trace.operand(leaf, want))
         with ir.InsertionPoint(region.block), mlir_location():
+            if reads_every_argument:
+                values = _reading_every_argument(region.block, values)
             ir.Operation.create("stablehlo.return", operands=values)
     finally:
         core.trace_stack.pop()
+
+
+def _reading_every_argument(block: ir.Block, values: list) -> list:
+    """`values`, each one whose block argument nothing reads made to read it (see
+    `_terminate`)."""
+    unread = [i for i, arg in enumerate(block.arguments)
+              if i < len(values) and not list(arg.uses)]
+    if not unread:
+        return values
+    ctx = LoweringContext([], None)
+    false = ctx.constant(False, np.dtype(bool))
+    never = ctx.op("stablehlo.optimization_barrier", [false], false.type)
+    values = list(values)
+    for i in unread:
+        values[i] = ctx.op("stablehlo.select", [never, block.arguments[i], values[i]],
+                           values[i].type)
+    return values
 
 
 def probe(fn: Callable[..., Any], *args: Any) -> Any:
