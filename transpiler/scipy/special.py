@@ -251,6 +251,25 @@ def entr(x: Any) -> Any:
                                                 jnp.full_like(x, -np.inf)))
 
 
+def rel_entr(p: Any, q: Any) -> Any:
+    """``p log(p / q)`` for ``p, q > 0``, 0 where ``p == 0 <= q``, ``inf`` elsewhere (the
+    elementwise relative entropy)."""
+    p, q = promote_inexact(p, q)
+    both = (p > 0) & (q > 0)
+    safe_p = jnp.where(both, p, jnp.ones_like(p))
+    safe_q = jnp.where(both, q, jnp.ones_like(q))
+    value = safe_p * jnp.log(safe_p) - xlogy(safe_p, safe_q)
+    return jnp.where(both, value, jnp.where((p == 0) & (q >= 0), jnp.zeros_like(value),
+                                            jnp.full_like(value, np.inf)))
+
+
+def kl_div(p: Any, q: Any) -> Any:
+    """``p log(p / q) - p + q`` (`rel_entr` plus the terms that make it a divergence
+    between unnormalized measures)."""
+    p, q = promote_inexact(p, q)
+    return rel_entr(p, q) - p + q
+
+
 # --- the normal distribution -----------------------------------------------------------------
 
 def ndtr(x: Any) -> Any:
@@ -298,6 +317,6 @@ def ndtri(p: Any) -> Any:
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
            "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
-           "i1", "i1e", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "softmax", "xlog1py", "xlogy",
-           "zeta"]
+           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax",
+           "xlog1py", "xlogy", "zeta"]
