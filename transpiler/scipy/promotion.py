@@ -16,7 +16,7 @@ def promote_inexact(*args: Any) -> tuple:
     dtype = dtypes.promote(*[_dtype_and_weakness(a) for a in args])[0]
     if not dtypes.is_float(dtype):
         dtype = dtypes.default_float()
-    return tuple([_converted(a, dtype) for a in args])
+    return tuple([as_dtype(a, dtype) for a in args])
 
 
 def _dtype_and_weakness(x: Any) -> tuple:
@@ -24,7 +24,11 @@ def _dtype_and_weakness(x: Any) -> tuple:
     return aval.dtype, aval.weak_type
 
 
-def _converted(x: Any, dtype: Any) -> Any:
-    # (convert_element_type, not jnp.asarray: a differentiated NumPy scalar would reach
-    # NumPy's conversion, which reverse mode can only trace)
+def as_dtype(x: Any, dtype: Any) -> Any:
+    """`x` converted to `dtype`. A function whose arguments do not all have derivatives
+    (betainc's a and b) converts each with this, its dtype from the static
+    ``dtypes.to_inexact(jnp.result_type(...))``: unpacking ``a, x = promote_inexact(a, x)``
+    would make each depend on the other, so differentiating one would differentiate both.
+    (convert_element_type, not jnp.asarray: a differentiated NumPy scalar would reach
+    NumPy's conversion, which reverse mode can only trace.)"""
     return conv.convert_element_type(x, dtype=dtype)

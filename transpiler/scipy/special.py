@@ -22,7 +22,7 @@ from transpiler.errors import located
 from transpiler.nn import erf, erf_inv, log_softmax, logsumexp, sigmoid, softmax
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify
-from transpiler.scipy.promotion import promote_inexact
+from transpiler.scipy.promotion import as_dtype, promote_inexact
 
 erfinv = erf_inv
 expit = sigmoid
@@ -35,12 +35,6 @@ def _inexact(x: Any) -> Any:
         return x
     return conv.convert_element_type(x, dtype=dtypes.default_float())
 
-
-def _as(x: Any, dtype: Any) -> Any:
-    """`x` converted to `dtype`, one argument at a time: a function of several arguments
-    promotes each separately, so that differentiating one leaves the others constant
-    (unpacking ``a, x = promote(a, x)`` would make both depend on each)."""
-    return conv.convert_element_type(x, dtype=dtype)
 
 
 def _polynomial(x: Any, coefficients: Any) -> Any:
@@ -126,7 +120,7 @@ def polygamma(n: Any, x: Any) -> Any:
                       f"{abstractify(n).dtype}", "pass an integer order, e.g. 1 or "
                       "jnp.asarray(n, int)")
     dtype = dtypes.to_inexact(jnp.result_type(n, x))
-    return lax.polygamma(_as(n, dtype), _as(x, dtype))
+    return lax.polygamma(as_dtype(n, dtype), as_dtype(x, dtype))
 
 
 def zeta(x: Any, q: Any = None) -> Any:
@@ -136,25 +130,25 @@ def zeta(x: Any, q: Any = None) -> Any:
                       "q != None to compute the Hurwitz Zeta function.", "zeta(x, 1.0) is "
                       "Riemann's zeta for x > 1")
     dtype = dtypes.to_inexact(jnp.result_type(x, q))
-    return lax.zeta(_as(x, dtype), _as(q, dtype))
+    return lax.zeta(as_dtype(x, dtype), as_dtype(q, dtype))
 
 
 def gammainc(a: Any, x: Any) -> Any:
     """The regularized lower incomplete gamma function ``P(a, x)`` (``lax.igamma``)."""
     dtype = dtypes.to_inexact(jnp.result_type(a, x))
-    return lax.igamma(_as(a, dtype), _as(x, dtype))
+    return lax.igamma(as_dtype(a, dtype), as_dtype(x, dtype))
 
 
 def gammaincc(a: Any, x: Any) -> Any:
     """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
     dtype = dtypes.to_inexact(jnp.result_type(a, x))
-    return lax.igammac(_as(a, dtype), _as(x, dtype))
+    return lax.igammac(as_dtype(a, dtype), as_dtype(x, dtype))
 
 
 def betainc(a: Any, b: Any, x: Any) -> Any:
     """The regularized incomplete beta function ``I_x(a, b)`` (``lax.betainc``)."""
     dtype = dtypes.to_inexact(jnp.result_type(a, b, x))
-    return lax.betainc(_as(a, dtype), _as(b, dtype), _as(x, dtype))
+    return lax.betainc(as_dtype(a, dtype), as_dtype(b, dtype), as_dtype(x, dtype))
 
 
 def factorial(n: Any, exact: bool = False) -> Any:

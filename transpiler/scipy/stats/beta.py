@@ -6,8 +6,8 @@ from typing import Any
 
 from transpiler import dtypes
 from transpiler import numpy as jnp
-from transpiler.primitives import conversions as conv
 from transpiler.scipy.special import betainc, betaln, xlog1py, xlogy
+from transpiler.scipy.promotion import as_dtype
 from transpiler.scipy.stats.common import outside, promote_inexact
 
 
@@ -29,8 +29,8 @@ def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     converted on its own: betainc has no derivative in `a` or `b`, so they must stay
     constant when `x` is differentiated.)"""
     dtype = dtypes.to_inexact(jnp.result_type(x, a, b, loc, scale))
-    z = (_as(x, dtype) - _as(loc, dtype)) / _as(scale, dtype)
-    return betainc(_as(a, dtype), _as(b, dtype), jnp.clip(z, 0, 1))
+    z = (as_dtype(x, dtype) - as_dtype(loc, dtype)) / as_dtype(scale, dtype)
+    return betainc(as_dtype(a, dtype), as_dtype(b, dtype), jnp.clip(z, 0, 1))
 
 
 def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -40,13 +40,10 @@ def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``I_(1-z)(b, a) = 1 - cdf``, computed without the cancellation."""
     dtype = dtypes.to_inexact(jnp.result_type(x, a, b, loc, scale))
-    z = (_as(x, dtype) - _as(loc, dtype)) / _as(scale, dtype)
-    return betainc(_as(b, dtype), _as(a, dtype), 1 - jnp.clip(z, 0, 1))
+    z = (as_dtype(x, dtype) - as_dtype(loc, dtype)) / as_dtype(scale, dtype)
+    return betainc(as_dtype(b, dtype), as_dtype(a, dtype), 1 - jnp.clip(z, 0, 1))
 
 
 def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.log(sf(x, a, b, loc, scale))
 
-
-def _as(x: Any, dtype: Any) -> Any:
-    return conv.convert_element_type(x, dtype=dtype)

@@ -8,8 +8,8 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler import numpy as jnp
-from transpiler.primitives import conversions as conv
 from transpiler.scipy.special import entr, gammaincc, gammaln, xlogy
+from transpiler.scipy.promotion import as_dtype
 from transpiler.scipy.stats.common import outside, promote_inexact
 
 
@@ -29,9 +29,9 @@ def cdf(k: Any, mu: Any, loc: Any = 0) -> Any:
     """``Q(floor(k - loc) + 1, mu)``, 0 below `loc`. (Each argument is converted on its own,
     so that differentiating `mu` keeps `k` constant.)"""
     dtype = dtypes.to_inexact(jnp.result_type(k, mu, loc))
-    x = _as(k, dtype) - _as(loc, dtype)
+    x = as_dtype(k, dtype) - as_dtype(loc, dtype)
     below = x < 0
-    p = gammaincc(jnp.floor(1 + jnp.where(below, 0, x)), _as(mu, dtype))
+    p = gammaincc(jnp.floor(1 + jnp.where(below, 0, x)), as_dtype(mu, dtype))
     return jnp.where(below, jnp.zeros_like(p), p)
 
 
@@ -55,6 +55,3 @@ def entropy(mu: Any, loc: Any = 0) -> Any:
     asymptotic = 0.5 * jnp.log(2 * np.pi * np.e * large) - 1 / (12 * large)
     return jnp.where(mu == 0, jnp.zeros_like(mu), jnp.where(small, summed, asymptotic))
 
-
-def _as(x: Any, dtype: Any) -> Any:
-    return conv.convert_element_type(x, dtype=dtype)
