@@ -47,7 +47,7 @@ from transpiler.transforms.ad.shapes import (  # noqa: F401
 
 def no_derivative(function: str, operand: str, tangent: Any) -> Any:
     """Raise: `function` has no derivative with respect to `operand` (polygamma's order,
-    zeta's exponent ...; JAX refuses them too). A rule's contribution for that operand, so
+    betainc's a and b ...; JAX refuses them too). A rule's contribution for that operand, so
     it runs only when the operand carries a tangent or needs a cotangent."""
     raise located(ValueError, f"{function} has no derivative with respect to its argument "
                   f"`{operand}` (JAX's has none either)", "differentiate with respect to the "
