@@ -4,8 +4,8 @@ The run-time rules of ``lax`` control flow (transforms/ad/control.py, lax/contro
 lax/loops.py) are run by the transforms, not read by them: reading one differentiates the
 derivative machinery itself. A rule written so that a transform can read it (loops rather
 than comprehensions, no star-arguments, see ad/control.py) says so with `read_by`; second
-derivatives through ``cond`` / ``switch`` / ``fori_loop`` / ``scan`` are forward mode over
-those rules. Both the frontend and each transform's entry ask `readers`.
+derivatives through ``cond`` / ``switch`` / ``fori_loop`` / ``scan`` are forward or reverse
+mode over those rules. Both the frontend and each transform's entry ask `readers`.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ def readers(fn: Any, derivative_rules_only: bool = False) -> Optional[frozenset[
     if callable(owner):
         return getattr(owner, "__transpiler_read_by__", frozenset())
     return _nested_marks(fn.__module__).get(root, frozenset())
+
+
+def is_generated_rule(fn: Any) -> bool:
+    """Whether `fn` is a derivative rule's own generated derivative (``vjp_cond_vjp``): code
+    a transform reads only for a third derivative through lax control flow. (The closures
+    such code defines are read at second order already.)"""
+    qualname = getattr(fn, "__qualname__", "")
+    return is_rule_code(fn, derivative_rules_only=True) and "<locals>" not in qualname and \
+        qualname.startswith(_GENERATED_PREFIXES)
 
 
 @functools.cache

@@ -235,7 +235,8 @@ from transpiler.transforms.ad.cotangents import (  # noqa: E402,F401
     vjp_call_closure_keywords, vjp_call_keywords, with_item_tangent, without_item)
 from transpiler.transforms.ad.tangents import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.common.closures import (  # noqa: E402,F401  (a closure's derivative)
-    free_bars, free_params_tangent, free_values, free_values_tangent)
+    free_bars, free_bars_bar, free_params_bar, free_params_tangent, free_values, free_values_bar,
+    free_values_tangent)
 from transpiler.transforms.common.partials import (  # noqa: E402,F401  (a partial's derivative)
     bound_tangent as partial_bound_tangent, make_vjp as partial_make_vjp,
     own_bars as partial_own_bars, pair as partial_pair)
@@ -244,4 +245,5 @@ from transpiler.transforms.ad.forward import (  # noqa: E402,F401  (forward mode
     unpack_tangents,
     zeros_like_tree)
 from transpiler.transforms.ad.control import (  # noqa: E402,F401  (second order through lax)
-    _where as control_where, fill as control_fill)
+    _where as control_where, fill as control_fill, unfill as control_unfill,
+    where_bar as control_where_bar)

@@ -6,15 +6,18 @@ functions with the transforms themselves (closures included, see common/closures
 assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
 eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
 
-Forward mode reads the reverse rules marked ``@read_by(FORWARD)`` (transpiler/rule_code.py):
-those of `cond`, `switch`, `fori_loop`, `scan`, `map` and an eager `while_loop`, written
-with loops rather than comprehensions and without star-arguments for it. So hessian =
-jacfwd(jacrev(f)) composes through them: the second derivative of a branch or body is
-forward mode of its generated reverse code, inside a `cond` or `scan` again. The helpers
-they call that forward mode does not read have helper-tangent rules (`fill`, `_where`,
-ad/helper_tangents.py) or are static (`_traced`); `_primal` passes its function through.
-The rest -- a bounded `while_loop` under jit, and every rule under reverse mode or vmap --
-is refused with a clear error (common/generated.py's `refuse_rule_code`).
+Forward and reverse mode read the reverse rules marked ``@read_by(FORWARD, REVERSE)``
+(transpiler/rule_code.py): those of `cond`, `switch`, `fori_loop`, `scan`, `map` and an
+eager `while_loop`, written with loops rather than comprehensions and without
+star-arguments for it. So hessian = jacfwd(jacrev(f)) and grad(grad(f)) compose through
+them: the second derivative of a branch or body is a transform of its generated reverse
+code, inside a `cond` or `scan` again. The helpers they call that the transforms do not
+read are linear and have tangent and cotangent rules of their own (`fill`, `_where`:
+ad/helper_tangents.py, reverse/adjoints.py's linear_helper_rule) or are static
+(`_traced`); `_primal` passes its function through. A bounded `while_loop` under jit is
+read by reverse mode only (forward mode over it fails in IREE, see there); vmap reads no
+rule, and no transform reads a rule's generated derivative (a third derivative): a clear
+error (common/generated.py's `refuse_rule_code`, frontend's parse_function).
 
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
@@ -45,9 +48,10 @@ from transpiler.lax.loops import _index_dtype
 
 # The rules forward mode reads (second derivatives: forward over reverse).
 FORWARD = "forward mode"
+REVERSE = "reverse mode"
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
     """(cotangents of `args`, cotangent of `fn`'s closure) for ``fn(*args)`` and `g`."""
     *bars, fn_bar = vjp_call_closure(fn, args, {}, g)
@@ -89,7 +93,35 @@ def _where(keep: Any, new: Any, old: Any) -> Any:
     return tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, old)
 
 
-@read_by(FORWARD)
+# The transposes of `fill` and `_where`, which reverse mode over these rules calls
+# (reverse/adjoints.py's control_helper_rule).
+
+def unfill(bar: Any, given: Any) -> Any:
+    """The cotangent of `given` from that of ``fill(given, primal)``: `bar` where `given`
+    has values, None where it had none (`fill` made those zeros)."""
+    if bar is None or given is None:
+        return None
+    if isinstance(given, dict):
+        return {k: unfill(bar.get(k), v) for k, v in given.items()}
+    if isinstance(given, (tuple, list)):
+        return sequence_like(given, [unfill(b, v) for b, v in zip(bar, given)])
+    return bar
+
+
+def where_bar(keep: Any, bar: Any, side: Any, taken: bool) -> Any:
+    """The cotangent of ``_where(keep, new, old)``'s `new` (`taken`) or `old` operand."""
+    if bar is None:
+        return None
+
+    def part(b: Any, x: Any) -> Any:
+        if b is None:
+            return None
+        zero = jnp.zeros_like(b)
+        return jnp.where(keep, b, zero) if taken else jnp.where(keep, zero, b)
+    return tree_util.tree_map(part, bar, side, is_leaf=lambda v: v is None)
+
+
+@read_by(FORWARD, REVERSE)
 def _add(a: Any, b: Any) -> Any:
     return add(a, b)
 
@@ -105,7 +137,7 @@ def _primal(fn: Any) -> Any:
 
 # --- reverse mode --------------------------------------------------------------------------
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tuple,
                   g: Any) -> tuple[tuple, tuple]:
     """(cotangents of the branch functions, of the operands) through `cond`/`switch`:
@@ -131,7 +163,7 @@ def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tu
     return fn_bars, op_bars
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -142,7 +174,7 @@ def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, *fn_bars, *op_bars)
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -153,7 +185,7 @@ def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
             *op_bars)
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """The forward loop as a `scan` that stores each iteration's carry, then a reverse
     `scan` that differentiates one iteration at a time."""
@@ -188,7 +220,7 @@ def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, None, body_bar, init_bar)
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def _scan_args(args: tuple) -> tuple:
     f, init = args[0], args[1]
     xs = args[2] if len(args) > 2 else None
@@ -197,7 +229,7 @@ def _scan_args(args: tuple) -> tuple:
     return f, init, xs, length, reverse
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -224,7 +256,7 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, init_bar, xs_bar, *(None,) * (len(args) - 3))
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     f, xs = args
     if g is None:
@@ -239,7 +271,7 @@ def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, xs_bar)
 
 
-@read_by(FORWARD)
+@read_by(FORWARD, REVERSE)
 def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """Eagerly the trip count is known: the carries go on a Python list. Under jit it is
     not: with ``max_iters`` the loop runs as a `scan` of that many masked steps (a step
@@ -275,6 +307,7 @@ def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 # (Not read by forward mode: jit(hessian) through it compiles, but IREE 3.13 fails to run
 # the module -- "ref is null" creating a result buffer view -- unless the loops' results
 # kept alive for lax/control.py's workaround are dropped.)
+@read_by(REVERSE)
 def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
                        g: Any) -> tuple:
     test, step = _primal(cond_fun), _primal(body_fun)

@@ -22,7 +22,8 @@ from transpiler import dtypes
 from transpiler.transforms.common.generated import for_jit
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.primitives.core import Primitive
-from transpiler.transforms.common.closures import closure_vjp, is_closure
+from transpiler.transforms.common.closures import (carries_derivative, closure_items,
+                                                   closure_vjp, is_closure)
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.common.generated import target
 from transpiler.transforms.common import traced
@@ -602,6 +603,8 @@ def _differentiable(value: Any) -> bool:
                                                  else value))
     if isinstance(value, float):
         return True
+    if is_closure(value):  # the dict of its cells' (transforms/common/closures.py)
+        return carries_derivative(value)
     if isinstance(value, collections.abc.Iterator):  # what it yields is unseen: the traced
         return True                                  # fallback refuses it (transforms/common/traced.py)
     if isinstance(value, functools.partial):  # its bound values' (transforms/common/partials.py)
@@ -676,6 +679,9 @@ def or_zeros(bar: Any, primal: Any) -> Any:
     if isinstance(primal, dict):
         parts = {k: or_zeros(None, v) for k, v in primal.items()}
         return None if all(p is None for p in parts.values()) else parts
+    if is_closure(primal):  # the dict of its cells' (transforms/common/closures.py)
+        cells = {n: or_zeros(None, v) for n, v in closure_items(primal)}
+        return {n: v for n, v in cells.items() if v is not None} or None
     node = _node(primal)
     if node is not None:  # tuples, lists, NamedTuples, registered pytrees
         items = [or_zeros(None, v) for v in node[0]]

@@ -104,8 +104,7 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
     key = (mode, converted(fn)[1], active)
     hit = _GENERATED.get(key)
     if hit is None:
-        if mode != "forward mode":
-            refuse_rule_code(fn, mode)
+        refuse_rule_code(fn, mode)
         parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
         if mode == "reverse mode":
             from transpiler.transforms.reverse.transform import ReverseAD
@@ -214,6 +213,35 @@ def free_bars(free: list, bars: Any, active: frozenset) -> Optional[dict]:
     """The closure's derivative: its cells' cotangents by name (None: nothing flowed)."""
     fn_bar = {n: b for (n, _), b in zip(free, bars) if n in active and b is not None}
     return fn_bar or None
+
+
+# Their transposes, which reverse mode over generated code calls (second derivatives through
+# lax control flow: reverse/adjoints.py's linear_helper_rule).
+
+def free_params_bar(free: list, bar: Any) -> Optional[dict]:
+    """The cotangent of `fn` (the dict of its cells') from that of ``_free_params(fn)``."""
+    if bar is None:
+        return None
+    fn_bar = {}
+    for (n, _), pair in zip(free, bar):
+        if pair is not None and pair[1] is not None:
+            fn_bar[n] = pair[1]
+    return fn_bar or None
+
+
+def free_values_bar(free: list, bar: Any) -> tuple[Optional[list], Optional[tuple]]:
+    """The cotangents of `free` and `args` from that of ``free_values(free, args)``."""
+    if bar is None:
+        return None, None
+    k = len(free)
+    return [(None, b) for b in bar[:k]], tuple(bar[k:])
+
+
+def free_bars_bar(free: list, bar: Optional[dict]) -> Optional[list]:
+    """The cotangent of `bars` from that of ``free_bars(free, bars, active)``."""
+    if bar is None:
+        return None
+    return [bar.get(n) for n, _ in free]
 
 
 def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,

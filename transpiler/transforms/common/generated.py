@@ -67,17 +67,26 @@ class TransformedFunction(ModuleCode):
 
 def refuse_rule_code(fn: Any, transform: str) -> None:
     """A transform reads only the control-flow rules marked for it (transpiler/rule_code.py):
-    forward mode reads the reverse rules of cond/switch/fori_loop/scan (hessian =
-    jacfwd(jacrev) composes through them); reverse mode and vmap read none yet."""
+    forward and reverse mode read the reverse rules of cond/switch/fori_loop/scan/map and an
+    eager while_loop (second derivatives compose through them); reverse mode alone reads a
+    bounded while_loop's under jit; vmap reads none yet."""
     marks = readers(fn, derivative_rules_only=True)
-    if marks is not None and transform not in marks:
+    if marks is None or transform in marks:
+        return
+    rule = getattr(fn, '__qualname__', fn)
+    if transform == "forward mode":
         raise TranspileError(
-            f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
-            f"fori_loop, scan, map) is not supported yet: its rule "
-            f"(`{getattr(fn, '__qualname__', fn)}`) is not read by {transform}",
-            user_location(), "for second order through cond/switch/fori_loop/scan use forward "
-            "over reverse (hessian, jacfwd(jacrev(f)), jvp(grad(f))); or write the branch or "
-            "loop as Python control flow (it unrolls)")
+            "second-order differentiation through this lax control flow is not supported in "
+            f"forward mode yet: its rule (`{rule}`) is not read by forward mode",
+            user_location(), "use reverse over reverse (jacrev(jacrev(f)), grad(grad(f))) "
+            "for it, or write the loop as Python control flow (it unrolls)")
+    raise TranspileError(
+        f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
+        f"fori_loop, scan, map) is not supported yet: its rule (`{rule}`) is not read by "
+        f"{transform}", user_location(), "second derivatives through cond/switch/fori_loop/"
+        "scan/map run as forward over reverse (hessian, jvp(grad(f))) and reverse over "
+        "reverse (grad(grad(f)), jacrev(jacrev(f))); or write the branch or loop as Python "
+        "control flow (it unrolls)")
 
 
 def primitive_function(fun: Any) -> Any:

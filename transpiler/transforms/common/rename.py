@@ -264,12 +264,19 @@ class SSA:
             versions = [e.get(name) for e in envs]
             if versions[0] == versions[1] or None in versions:
                 env[name] = next(v for v in versions if v is not None)
+                if None in versions:  # assigned on one path only
+                    self.maybe_unassigned.add(env[name])
                 if name in defs[0] or name in defs[1]:
                     defined.add(name)
                 continue
             joined = self.fresh(name)
             for body, version in zip(bodies, versions):
-                body.append(cst.parse_statement(f"{joined} = {version}"))
+                if version in self.maybe_unassigned:  # first assigned in a loop that may not run
+                    self.maybe_unassigned.add(joined)
+                    body.append(cst.parse_statement(
+                        f"{joined} = ad.defined(locals(), ({version!r},))[0]"))
+                else:
+                    body.append(cst.parse_statement(f"{joined} = {version}"))
             env[name] = joined
             defined.add(name)
         new_body = stmt.body.with_changes(body=bodies[0] or [cst.parse_statement("pass")])

@@ -20,7 +20,8 @@ from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.common.signature import star_name
 from transpiler.transforms.forward.custom_jvp import CustomJVP, jvp_of_custom_jvp
 from transpiler.codegen import disk_cache
-from transpiler.transforms.common.generated import emit_generated, parsed_function
+from transpiler.transforms.common.generated import (emit_generated, parsed_function,
+                                                    refuse_rule_code)
 from transpiler.transforms.common.arguments import as_arrays
 from transpiler import dtypes
 from transpiler.primitives.core import abstractify
@@ -37,6 +38,7 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     fn = target(fn)
     if isinstance(fn, CustomJVP):  # its own rule, not its source (not cached: see vjp_function)
         return f"jvp_{getattr(fn, '__name__', 'custom')}", jvp_of_custom_jvp(fn)
+    refuse_rule_code(fn, "forward mode")
     key = (fn, active, disk_cache.bindings(fn))  # see reverse/generate.py's vjp_function
     hit = _GENERATED.get(key)
     if hit is not None:

@@ -62,6 +62,13 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
                     not _active_name(gen, item) and op.kind == "pack":
                 offset += f"len({item.value}) - 1 + "
                 continue
+            if isinstance(element, cst.StarredElement) and isinstance(item, cst.Name) and \
+                    op.kind == "pack":  # `*xs`'s cotangents: a run of the literal's
+                out += gen.accumulate(item.value, parse_template_expression(
+                    f"ad.item({{g}}, slice({offset}{i}, {offset}{i} + len({{x}})))", g=bar,
+                    x=item))
+                offset += f"len({item.value}) - 1 + "
+                continue
             if isinstance(element, cst.StarredElement):
                 raise gen.error(stmt, "unpacking (*x) of a differentiated value in a "
                                 "container literal is not supported yet")
@@ -175,6 +182,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return gen.accumulate(args[0].value.value, flow)  # type: ignore
     if kind.startswith("cotangent_"):
         return cotangent_helper_rule(gen, kind, args, t)
+    if kind in LINEAR_HELPERS:
+        return linear_helper_rule(gen, kind, args, t)
     if kind == "jitted":
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
@@ -376,6 +385,42 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
                 "ad.item({b}, slice(None, -1))", b=bar))
         if names[1]:
             out += gen.accumulate(names[1], parse_template_expression("ad.item({b}, -1)", b=bar))
+    return out
+
+
+# Linear helpers of the code reverse mode reads for second derivatives through lax control
+# flow (ad/control.py's rules and what they call): ``fill(bar, primal)`` -- `bar` with zeros
+# where nothing flowed -- passes its cotangent back pruned to `bar`'s structure;
+# ``_where(keep, new, old)`` splits it; a closure's derivative helpers
+# (common/closures.py) pass it between the dict of its cells' and their list.
+LINEAR_HELPERS = ("control_fill", "control_where", "closure_free_params",
+                  "closure_free_values", "closure_free_bars")
+
+
+def linear_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.BaseStatement]:
+    names = [a.value.value if isinstance(a.value, cst.Name) else None for a in args]
+    bar = cst.Name(gen.bar(t))
+    out: list[cst.BaseStatement] = []
+
+    def flow(name: Optional[str], template: str, **nodes: cst.BaseExpression) -> None:
+        if name:
+            out.extend(gen.accumulate(name, parse_template_expression(template, b=bar,
+                                                                      **nodes)))
+    if kind == "control_fill":
+        flow(names[0], "ad.control_unfill({b}, {x})", x=args[0].value)
+    elif kind == "control_where":
+        for name, side in ((names[1], "True"), (names[2], "False")):
+            if name:
+                flow(name, "ad.control_where_bar({k}, {b}, {x}, {s})", k=args[0].value,
+                     x=cst.Name(name), s=cst.Name(side))
+    elif kind == "closure_free_params":
+        flow(names[0], "ad.free_params_bar({r}, {b})", r=cst.Name(t))
+    elif kind == "closure_free_values":
+        flow(names[0], "ad.free_values_bar({f}, {b})[0]", f=args[0].value)
+        if len(args) > 1:
+            flow(names[1], "ad.free_values_bar({f}, {b})[1]", f=args[0].value)
+    elif kind == "closure_free_bars":
+        flow(names[1], "ad.free_bars_bar({f}, {b})", f=args[0].value)
     return out
 
 

@@ -305,9 +305,9 @@ class ReverseAD:
             if isinstance(stmt, cst.Try):  # (library code: the fence refuses user `try`s)
                 self.analyze_try(stmt)
                 continue
-            if isinstance(stmt, cst.With):  # (library code) its body has no adjoint here
-                raise self.error(stmt, f"internal: reverse mode of {self.func.name.value}: a "
-                                 "`with` block is not differentiated")
+            if isinstance(stmt, cst.With):  # (library code) its adjoint runs in it too
+                self.analyze(_block(stmt.body))
+                continue
             if isinstance(stmt, cst.FunctionDef):  # a function value carries its closure
                 free = self.closures[stmt] = closure_reads(stmt, self.local_names)
                 if any(n in self.active for n in free):
@@ -378,6 +378,11 @@ class ReverseAD:
         for stmt in reversed(stmts):
             if isinstance(stmt, cst.If):
                 out.extend(self.backward_if(stmt))
+                continue
+            if isinstance(stmt, cst.With):  # the body's adjoints inside the same context
+                lines = self.backward(_block(stmt.body))
+                if lines:
+                    out.append(stmt.with_changes(body=stmt.body.with_changes(body=lines)))
                 continue
             if stmt in self.tapes:
                 out.extend(self.backward_loop(stmt))
@@ -478,6 +483,12 @@ class ReverseAD:
                 new_if = stmt.with_changes(body=if_body, orelse=orelse)
                 self.ssa.origin[new_if] = self.ssa.origin.get(stmt, stmt)
                 out.append(new_if)
+                continue
+            if isinstance(stmt, cst.With):
+                new_with = stmt.with_changes(body=stmt.body.with_changes(
+                    body=self.add_tapes(_block(stmt.body))))
+                self.ssa.origin[new_with] = self.ssa.origin.get(stmt, stmt)
+                out.append(new_with)
                 continue
             if not isinstance(stmt, (cst.For, cst.While)) or not (
                     loop_assigned(stmt) & self.active):
