@@ -143,6 +143,55 @@ def test_stax_against_jax():
     assert tuple(jax_shape) == init(random.key(0), (5, 3))[0]
 
 
+def _conv_net(stax):
+    return stax.serial(stax.Conv(4, (3, 3), padding="SAME"), stax.Relu,
+                       stax.MaxPool((2, 2), strides=(2, 2)),
+                       stax.ConvTranspose(2, (3, 3), strides=(2, 2), padding="SAME"),
+                       stax.Flatten, stax.Dense(3), stax.LogSoftmax)
+
+
+def test_stax_convolution_layers():
+    init, apply = stax.Conv(2, (3, 2), strides=(1, 2))
+    out_shape, (W, b) = init(random.key(0), (1, 5, 6, 3))
+    assert out_shape == (1, 3, 3, 2) and W.shape == (3, 2, 3, 2) and b.shape == (1, 1, 1, 2)
+    x = np.random.default_rng(0).standard_normal((1, 5, 6, 3)).astype(F32)
+    want = np.zeros(out_shape, np.float64)
+    for i, j in np.ndindex(3, 3):  # a correlation of each window with the kernel
+        window = x[0, i:i + 3, 2 * j:2 * j + 2, :]
+        want[0, i, j] = np.einsum("hwc,hwco->o", window, np.asarray(W)) + np.asarray(b)[0, 0, 0]
+    np.testing.assert_allclose(np.asarray(apply((W, b), x)), want, rtol=1e-5, atol=1e-5)
+    init, apply = _conv_net(stax)
+    out_shape, params = init(random.key(1), (2, 8, 8, 1))
+    assert out_shape == (2, 3)
+    images = np.random.default_rng(1).standard_normal((2, 8, 8, 1)).astype(F32)
+    grads = tp.grad(lambda p: jnp.sum(apply(p, images)[:, 0]))(params)
+    jitted = tp.jit(tp.grad(lambda p: jnp.sum(apply(p, images)[:, 0])))(params)
+    for a, b in zip(tp.tree_util.tree_leaves(jitted), tp.tree_util.tree_leaves(grads)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_stax_convolution_layers_against_jax():
+    jax = pytest.importorskip("jax")
+    from jax.example_libraries import stax as jax_stax
+    (init, apply), (jax_init, jax_apply) = _conv_net(stax), _conv_net(jax_stax)
+    shape, params = init(random.key(0), (2, 8, 8, 1))
+    jax_shape, jax_params = jax_init(jax.random.key(0), (2, 8, 8, 1))
+    assert tuple(jax_shape) == shape
+    for a, b in zip(tp.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(jax_params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    images = np.random.default_rng(2).standard_normal((2, 8, 8, 1)).astype(F32)
+    np.testing.assert_allclose(np.asarray(tp.jit(apply)(params, images)),
+                               np.asarray(jax_apply(jax_params, images)), rtol=1e-5, atol=1e-5)
+    layer = lambda s: s.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (2, 2),  # noqa: E731
+                                    strides=(1, 2), padding=((1, 0), (0, 1)))
+    (init, apply), (jax_init, jax_apply) = layer(stax), layer(jax_stax)
+    _, params = init(random.key(3), (2, 2, 6, 6))
+    x = np.random.default_rng(3).standard_normal((2, 2, 6, 6)).astype(F32)
+    host = jax.tree_util.tree_map(np.asarray, params)
+    np.testing.assert_allclose(np.asarray(apply(params, x)), np.asarray(jax_apply(host, x)),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_dropout_batchnorm_flatten():
     init, apply = stax.serial(stax.Flatten, stax.Dropout(0.5), stax.Dense(2))
     shape, params = init(random.key(0), (4, 2, 3))

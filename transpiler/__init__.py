@@ -11,7 +11,15 @@ from transpiler.array import Array, DeviceArray, ShapeDtypeStruct, device_get, d
 from transpiler.config import config
 from transpiler.errors import TranspileError
 from transpiler.import_hook import install_import_hook
-from transpiler.jit import jit
+from transpiler.jit import clear_caches, disable_jit, jit
+from transpiler.api_helpers import (block_until_ready, default_backend,
+                                    default_matmul_precision, device_count, enable_x64,
+                                    ensure_compile_time_eval, eval_shape, host_count, host_id,
+                                    host_ids, linear_transpose, local_devices, named_call,
+                                    named_scope, process_count, process_index,
+                                    process_indices, typeof)
+from transpiler import ad_checkpoint, debug  # noqa: F401
+from transpiler.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from transpiler.transforms.reverse.api import grad, value_and_grad, vjp
 from transpiler.transforms.reverse.custom_vjp import custom_vjp
 from transpiler.transforms.forward.custom_jvp import custom_jvp
@@ -21,9 +29,16 @@ from transpiler.sharding.pmap_api import pmap
 from runtime import Device, devices, local_device_count
 from transpiler.version import __version__  # noqa: F401 (transpiler.__version__)
 
+jacobian = jacrev  # jax.jacobian is jacrev
+
 
 __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError", "config", "custom_jvp",
            "custom_vjp", "device_get", "device_put", "devices", "grad", "hessian", "install_import_hook", "jacfwd",
            "jacrev", "jit", "jvp", "linearize", "local_device_count", "pmap", "tree", "tree_util",
            "dtypes",
-           "value_and_grad", "vjp", "vmap"]
+           "value_and_grad", "vjp", "vmap", "block_until_ready", "default_backend", "device_count",
+           "disable_jit", "ensure_compile_time_eval", "eval_shape", "host_count", "host_id",
+           "host_ids", "jacobian", "local_devices", "named_call", "named_scope", "process_count",
+           "process_index", "process_indices", "typeof", "ad_checkpoint", "checkpoint",
+           "checkpoint_policies", "clear_caches", "debug", "default_matmul_precision", "enable_x64",
+           "linear_transpose", "remat"]

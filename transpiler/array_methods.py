@@ -55,6 +55,32 @@ def _forward(name: str) -> Any:
     return method
 
 
+class Abstract:
+    """An array whose values are unknown while it stands in for one (a recorded or
+    abstractly traced value): asking for a concrete value raises the error its class's
+    ``_concrete(what)`` builds."""
+
+    __slots__ = ()
+
+    def _concrete(self, what: str) -> Exception:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        raise self._concrete("Python `if`/`while`/`and`/`or` (bool())")
+
+    def __float__(self) -> float:
+        raise self._concrete("float()")
+
+    def __int__(self) -> int:
+        raise self._concrete("int()")
+
+    def __index__(self) -> int:
+        raise self._concrete("use as a Python index")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise self._concrete("conversion to a NumPy array")
+
+
 class AvalProperties:
     """``shape``, ``dtype`` and ``weak_type`` of arrays that carry a `ShapedArray` ``aval``."""
 

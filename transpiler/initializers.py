@@ -127,3 +127,42 @@ he_uniform = _variance_scaling_family("he_uniform", 2.0, "fan_in", "uniform")
 he_normal = _variance_scaling_family("he_normal", 2.0, "fan_in", "truncated_normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Uniformly distributed orthogonal matrices (``random.orthogonal``), times `scale`:
+    the entries along `column_axis` are the columns, the other axes flattened into rows;
+    a non-square matrix has orthonormal rows or columns, whichever are fewer."""
+    def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
+        shape, dt = tuple(shape), _dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal initializer requires at least a 2D shape, got "
+                             f"{shape}")
+        if 0 in shape:
+            return jnp.zeros(shape, dt)
+        axis = column_axis % len(shape)
+        n_cols = shape[axis]
+        rows_shape = shape[:axis] + shape[axis + 1:]
+        q = random.orthogonal(key, math.prod(shape) // n_cols, (), dt, n_cols)
+        q = jnp.moveaxis(jnp.reshape(q, rows_shape + (n_cols,)), -1, axis)
+        return jnp.asarray(scale, dt) * q
+    return init
+
+
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1,
+                     dtype: Any = None) -> Initializer:
+    """Delta-orthogonal convolution kernels (Xiao et al. 2018): zero but at the spatial
+    center, which holds an `orthogonal` ``(in, out)`` matrix. The shape is 3-, 4- or 5-d,
+    spatial axes first, with ``in <= out``."""
+    def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
+        shape, dt = tuple(shape), _dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"delta orthogonal initializer requires a 3D, 4D or 5D shape, "
+                             f"got {shape}")
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"delta orthogonal initializer: fan_in {shape[-2]} must be at "
+                             f"most fan_out {shape[-1]}")
+        center = tuple((k - 1) // 2 for k in shape[:-2])
+        matrix = orthogonal(scale, column_axis, dt)(key, shape[-2:])
+        return jnp.zeros(shape, dt).at[center].set(matrix)
+    return init

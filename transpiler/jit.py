@@ -8,10 +8,12 @@ on the device as `DeviceArray`s.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
-from typing import Any, Callable, Optional, Sequence, Union
+import weakref
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from transpiler.array import Array, DeviceArray
 from transpiler.codegen import disk_cache
 from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.config import config
+from transpiler.per_thread import PerThreadList
 from transpiler.errors import located
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
@@ -181,6 +184,36 @@ class CrossCompiled:
 _DEVICE_KEY = operator.attrgetter("_key")
 _TRACE_STACK = core.trace_stack  # the same list object; one global lookup on the hot path
 
+# `disable_jit()`: per thread, whether jitted functions run their Python eagerly. The count
+# of threads holding one keeps the hot path to one global read when none does.
+_JIT_DISABLED: PerThreadList[bool] = PerThreadList("jit_disabled")
+_DISABLING = [0]
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """``jax.disable_jit``: while held (by this thread), calling a `jit`-wrapped function
+    runs its Python eagerly on concrete values -- print and step through it -- instead of
+    compiling it. ``disable_jit(False)`` inside turns it back on."""
+    _JIT_DISABLED.append(bool(disable))
+    _DISABLING[0] += 1
+    try:
+        yield
+    finally:
+        _DISABLING[0] -= 1
+        _JIT_DISABLED.pop()
+
+
+# Every live jitted function, for `clear_caches`.
+_LIVE: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def clear_caches() -> None:
+    """``jax.clear_caches``: drop every jitted function's compiled executables from memory
+    (the next call traces and compiles again; the on-disk cache is kept)."""
+    for jitted in list(_LIVE):
+        jitted.clear_cache()
+
 
 def _fast_signature(arg: Any) -> Any:
     t = type(arg)
@@ -221,6 +254,7 @@ class Jitted(Staged):
         # Dispatch on argument types alone: (executable, whether all args are on its device).
         self._fast: dict[Any, tuple[Executable, bool]] = {}
         self.__name__: str = getattr(fun, "__name__", type(fun).__name__)
+        _LIVE.add(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # methods: bind self
         return self if obj is None else functools.partial(self, obj)
@@ -228,6 +262,8 @@ class Jitted(Staged):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _TRACE_STACK:  # jit inside jit: inline into the outer trace
             return self._traced_fun()(*args, **kwargs)
+        if _DISABLING[0] and _JIT_DISABLED and _JIT_DISABLED[-1]:
+            return self._fun(*args, **kwargs)
         if not kwargs:
             try:  # all DeviceArrays: their keys are precomputed
                 fast_key = tuple(map(_DEVICE_KEY, args))

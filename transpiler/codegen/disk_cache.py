@@ -126,8 +126,9 @@ def describe(value: Any) -> str:
     if isinstance(value, type):
         return f"type:{value.__module__}.{value.__qualname__}"
     inner = getattr(value, "_fun", None) or getattr(value, "_original", None)
-    if inner is not None:
-        return f"wrapper:{type(value).__qualname__}({describe(inner)})"
+    if inner is not None:  # (and the options a wrapper's callers are generated with)
+        options = getattr(value, "code_options", "")
+        return f"wrapper:{type(value).__qualname__}{options}({describe(inner)})"
     if callable(value):
         return f"callable:{type(value).__module__}.{type(value).__qualname__}:" \
                f"{getattr(value, '__qualname__', '')}"

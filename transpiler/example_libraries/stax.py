@@ -8,9 +8,9 @@ that draw, ``mode=`` for Dropout). Combinators build networks from layers::
                                               stax.Dense(10), stax.LogSoftmax)
 
 Plain `transpiler.numpy` code, so networks run eagerly, under `jit`, `grad` and `vmap`.
-The convolution and pooling layers (``Conv``, ``MaxPool`` ...) need
-``lax.conv_general_dilated`` and ``lax.reduce_window``, which transpiler does not have
-yet; they are not defined here.
+The convolution layers (``GeneralConv``, ``Conv``, ``ConvTranspose`` ...) are
+``lax.conv_general_dilated`` and ``lax.conv_transpose``; the pooling layers (``MaxPool``,
+``SumPool``, ``AvgPool``) are ``lax.reduce_window``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from transpiler import nn
+from transpiler import lax, nn
 from transpiler import numpy as jnp
 from transpiler import random
 from transpiler.initializers import glorot_normal, normal, ones, zeros
@@ -49,6 +49,67 @@ def Dense(out_dim: int, W_init: Callable = glorot_normal(), b_init: Callable = n
         W, b = params
         return jnp.dot(inputs, W) + b
     return init_fun, apply_fun
+
+
+def _conv_layer(dimension_numbers: tuple[str, str, str], out_chan: int,
+                filter_shape: Sequence[int], W_init: Any, b_init: Callable,
+                shape_of: Callable, apply: Callable) -> Layer:
+    """A convolution layer: a kernel laid out as `dimension_numbers` says (its input
+    channels read from the input shape) and a bias broadcast along the output's channels;
+    `shape_of` gives the output shape, `apply` the convolution."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng: Any, input_shape: Sequence[int]) -> tuple:
+        spatial = iter(filter_shape)
+        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")]
+                        if c == "I" else next(spatial) for c in rhs_spec]
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        return shape_of(input_shape, kernel_shape), (W_init(k1, kernel_shape),
+                                                     b_init(k2, bias_shape))
+
+    def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
+        W, b = params
+        return apply(inputs, W) + b
+
+    return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
+                filter_shape: Sequence[int], strides: Any = None, padding: Any = "VALID",
+                W_init: Any = None, b_init: Callable = normal(1e-6)) -> Layer:
+    """A convolution (``lax.conv_general_dilated``) with a bias; `dimension_numbers` are
+    the (input, kernel, output) layouts, such as ``("NHWC", "HWIO", "NHWC")``."""
+    one = (1,) * len(filter_shape)
+    strides = strides or one
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, W_init, b_init,
+        lambda shape, kernel: lax.conv_general_shape_tuple(shape, kernel, strides, padding,
+                                                           dimension_numbers),
+        lambda x, W: lax.conv_general_dilated(x, W, strides, padding, one, one,
+                                              dimension_numbers=dimension_numbers))
+
+
+Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+
+
+def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
+                         filter_shape: Sequence[int], strides: Any = None,
+                         padding: Any = "VALID", W_init: Any = None,
+                         b_init: Callable = normal(1e-6)) -> Layer:
+    """A transposed convolution (``lax.conv_transpose``) with a bias."""
+    strides = strides or (1,) * len(filter_shape)
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, W_init, b_init,
+        lambda shape, kernel: lax.conv_transpose_shape_tuple(shape, kernel, strides, padding,
+                                                             dimension_numbers),
+        lambda x, W: lax.conv_transpose(x, W, strides, padding,
+                                        dimension_numbers=dimension_numbers))
+
+
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
 
 
 def elementwise(fun: Callable, **fun_kwargs: Any) -> Layer:
@@ -231,3 +292,57 @@ def shape_dependent(make_layer: Callable[[Sequence[int]], Layer]) -> Layer:
     def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
         return make_layer(inputs.shape)[1](params, inputs, **kwargs)
     return init_fun, apply_fun
+
+
+# --- pooling (JAX's `_pooling_layer`): lax.reduce_window over the spatial axes -------------
+
+def _pooling_layer(reducer: Callable, init_val: float,
+                   rescaler: Callable | None = None) -> Callable[..., Layer]:
+    def PoolingLayer(window_shape: tuple, strides: tuple | None = None,
+                     padding: Any = "VALID", spec: str | None = None) -> Layer:
+        """A pooling layer: `window_shape` and `strides` over the spatial axes, the batch
+        and feature axes (`spec`'s N and C; first and last by default) untouched."""
+        strides = strides or (1,) * len(window_shape)
+        rescale = rescaler(window_shape, strides, padding) if rescaler else None
+        if spec is None:
+            non_spatial_axes: tuple[int, int] = (0, len(window_shape) + 1)
+        else:
+            non_spatial_axes = (spec.index("N"), spec.index("C"))
+        for i in sorted(non_spatial_axes):
+            window_shape = window_shape[:i] + (1,) + window_shape[i:]
+            strides = strides[:i] + (1,) + strides[i:]
+
+        def init_fun(rng: Any, input_shape: Sequence[int]) -> tuple:
+            padding_vals = lax.padtype_to_pads(input_shape, window_shape, strides, padding) \
+                if isinstance(padding, str) else padding
+            ones = (1,) * len(window_shape)
+            out_shape = lax.reduce_window_shape_tuple(input_shape, window_shape, strides,
+                                                      padding_vals, ones, ones)
+            return out_shape, ()
+
+        def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
+            out = lax.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)
+            return rescale(out, inputs, spec) if rescale else out
+        return init_fun, apply_fun
+    return PoolingLayer
+
+
+def _normalize_by_window_size(dims: tuple, strides: tuple, padding: Any) -> Callable:
+    def rescale(outputs: Any, inputs: Any, spec: str | None) -> Any:
+        if spec is None:
+            non_spatial_axes: tuple[int, int] = (0, inputs.ndim - 1)
+        else:
+            non_spatial_axes = (spec.index("N"), spec.index("C"))
+        spatial_shape = tuple(inputs.shape[i] for i in range(inputs.ndim)
+                              if i not in non_spatial_axes)
+        one = jnp.ones(spatial_shape, dtype=inputs.dtype)
+        window_sizes = lax.reduce_window(one, 0., lax.add, dims, strides, padding)
+        for i in sorted(non_spatial_axes):
+            window_sizes = jnp.expand_dims(window_sizes, i)
+        return outputs / window_sizes
+    return rescale
+
+
+MaxPool = _pooling_layer(lax.max, -float("inf"))
+SumPool = _pooling_layer(lax.add, 0.)
+AvgPool = _pooling_layer(lax.add, 0., _normalize_by_window_size)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes, tree_util
-from transpiler.primitives import conversions as conv
+from transpiler.primitives import conversions
 from transpiler.primitives import dot as dot_p
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red_p
@@ -18,8 +18,8 @@ from transpiler.primitives import elementwise as ew
 add, sub, mul, div = ew.add, ew.subtract, ew.multiply, ew.true_divide
 max, min = ew.maximum, ew.minimum  # noqa: A001
 exp, log, sin, cos, tanh, sqrt, rsqrt = ew.exp, ew.log, ew.sin, ew.cos, ew.tanh, ew.sqrt, ew.rsqrt
-logistic, integer_pow_p = ew.logistic, conv.integer_pow
-shift_left, shift_right_logical = ew.left_shift, ew.right_shift
+logistic, integer_pow_p = ew.logistic, conversions.integer_pow
+shift_left = ew.left_shift  # (shift_right_logical: lax/elementwise_ops.py)
 real, imag, conj, complex = ew.real, ew.imag, ew.conj, ew.complex_  # noqa: A001
 
 
@@ -29,38 +29,38 @@ def stop_gradient(x: Any) -> Any:
     floating leaves go through the primitive, others are returned as they are (as in JAX)."""
     def stop(leaf: Any) -> Any:
         dtype = abstractify(leaf, 0, "stop_gradient").dtype
-        return conv.stop_gradient(leaf) if dtypes.is_inexact(dtype) else leaf
+        return conversions.stop_gradient(leaf) if dtypes.is_inexact(dtype) else leaf
     return tree_util.tree_map(stop, x)
 
 
 def optimization_barrier(operand: Any) -> Any:
     """``lax.optimization_barrier``: `operand` (a pytree) unchanged, but neither trace-time
     folding nor the compiler moves computation across it."""
-    return tree_util.tree_map(conv.optimization_barrier, operand)
+    return tree_util.tree_map(conversions.optimization_barrier, operand)
 
 
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
-    return conv.convert_element_type(operand, dtype=dtypes.canonicalize(new_dtype))
+    return conversions.convert_element_type(operand, dtype=dtypes.canonicalize(new_dtype))
 
 
 def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
-    return conv.bitcast_convert_type(operand, dtype=np.dtype(new_dtype))
+    return conversions.bitcast_convert_type(operand, dtype=np.dtype(new_dtype))
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    return conv.integer_pow(x, y=y)
+    return conversions.integer_pow(x, y=y)
 
 
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    return conv.select(pred, on_true, on_false)
+    return conversions.select(pred, on_true, on_false)
 
 
 def iota(dtype: Any, size: int) -> Any:
-    return conv.iota(dtype=dtypes.canonicalize(dtype), shape=(size,), dimension=0)
+    return conversions.iota(dtype=dtypes.canonicalize(dtype), shape=(size,), dimension=0)
 
 
 def broadcasted_iota(dtype: Any, shape: Any, dimension: int) -> Any:
-    return conv.iota(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
+    return conversions.iota(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
 
 
 def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
@@ -76,7 +76,7 @@ def _wrap_start(index: Any, size: int) -> Any:
     """Negative start indices count from the end, as in JAX (the primitive then clamps)."""
     if isinstance(index, (int, np.integer)):
         return int(index) + size if index < 0 else int(index)
-    return ew.add(index, conv.select(ew.less(index, 0), size, 0))
+    return ew.add(index, conversions.select(ew.less(index, 0), size, 0))
 
 
 def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Any) -> Any:
@@ -129,3 +129,41 @@ from transpiler.lax.fourier import FftType, fft  # noqa: E402,F401
 from transpiler.lax import linalg  # noqa: E402,F401
 from transpiler.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401
                                      ppermute, psum, psum_scatter)
+from transpiler.lax.windows import (associative_scan, cumlogsumexp,  # noqa: E402,F401
+                                    padtype_to_pads, reduce, reduce_window,
+                                    reduce_window_shape_tuple)
+from transpiler.lax.shape_ops import (broadcast, broadcast_in_dim, broadcast_like,  # noqa: E402,F401
+                                      broadcast_shapes, broadcast_to_rank, collapse,
+                                      concatenate, dynamic_index_in_dim,
+                                      dynamic_update_index_in_dim, dynamic_update_slice_in_dim,
+                                      empty, expand_dims, full, full_like, index_in_dim, pad,
+                                      reshape, rev, slice, slice_in_dim, split, squeeze, stack,
+                                      tile, transpose, unstack)
+from transpiler.lax.elementwise_ops import (RoundingMethod, abs, acos, acosh, asin,  # noqa: E402,F401
+                                            asinh, atan, atan2, atanh, bitwise_and,
+                                            bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil,
+                                            clamp, clz, cosh, eq, erfc, exp2, expm1, floor, ge,
+                                            gt, is_finite, le, log1p, lt, ne, neg, nextafter,
+                                            population_count, pow, reciprocal, rem, round,
+                                            mulhi, select_n, shift_right_arithmetic,
+                                            shift_right_logical, sign, sinh, square, tan)
+from transpiler.lax.reduction_ops import (argmax, argmin, reduce_and, reduce_max,  # noqa: E402,F401
+                                          reduce_min, reduce_or, reduce_prod, reduce_sum,
+                                          reduce_xor)
+from transpiler.lax.products import (DotAlgorithmPreset, DotDimensionNumbers,  # noqa: E402,F401
+                                     Precision, PrecisionLike, batch_matmul, dot, ragged_dot)
+from transpiler.lax.ann import approx_max_k, approx_min_k  # noqa: E402,F401
+from transpiler.lax import staging  # noqa: E402
+from transpiler.lax.staging import (axis_size, composite,  # noqa: E402,F401
+                                    platform_dependent, with_sharding_constraint)
+dtype = staging.dtype  # bound, not imported: functions above have parameters named dtype
+from transpiler.lax.gather_scatter import (GatherDimensionNumbers,  # noqa: E402,F401
+                                           GatherScatterMode, ScatterDimensionNumbers, gather,
+                                           index_take, scatter, scatter_add, scatter_max,
+                                           scatter_min, scatter_mul, scatter_sub)
+from transpiler.lax.convolution import (ConvDimensionNumbers, conv,  # noqa: E402,F401
+                                        conv_dimension_numbers, conv_general_dilated,
+                                        conv_general_dilated_patches, conv_general_permutations,
+                                        conv_general_shape_tuple, conv_shape_tuple,
+                                        conv_transpose, conv_transpose_shape_tuple,
+                                        conv_with_general_padding)

@@ -1,4 +1,4 @@
-"""``lax.erf`` and ``lax.erf_inv``: XLA's float32 approximations (not StableHLO ops), as
+"""``lax.erf``, ``lax.erfc`` and ``lax.erf_inv``: XLA's float32 approximations (not StableHLO ops), as
 composites of elementwise operations. Below `transpiler.nn` and `transpiler.random`, which
 both draw on them."""
 
@@ -62,6 +62,29 @@ def _polynomial(x: Any, coefficients: Sequence[Any]) -> Any:
     return p
 
 
+_ERFC_P = (2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1,
+           -5.824733027278666e-1, 6.210004621745983e-1, -4.944515323274145e-1,
+           3.404879937665872e-1, -2.741127028184656e-1, 5.638259427386472e-1)
+_ERFC_R = (-1.047766399936249e1, 1.297719955372516e1, -7.495518717768503e0,
+           2.921019019210786e0, -1.015265279202700e0, 4.218463358204948e-1,
+           -2.820767439740514e-1, 5.641895067754075e-1)
+
+
+def erfc(x: Any) -> Any:
+    """``1 - erf(x)``, accurate in the tails (XLA's float32 form: ``exp(-x^2) / x`` times a
+    rational function of ``1/x^2`` for ``|x| >= 1``)."""
+    x = float_operand(x)
+    ax = jnp.abs(x)
+    tail = ax >= 1
+    safe = jnp.where(tail, ax, jnp.ones_like(ax))
+    q = 1 / safe
+    y = q * q
+    p = jnp.where(safe < 2, _polynomial(y, _ERFC_P), _polynomial(y, _ERFC_R))
+    far = jnp.exp(-safe * safe) * q * p
+    far = jnp.where(x < 0, 2 - far, far)
+    return jnp.where(tail, far, 1 - erf(x))
+
+
 _ERFINV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
 _ERFINV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
@@ -84,4 +107,4 @@ def erf_inv(x: Any) -> Any:
     return conv.convert_element_type(result, dtype=dt)
 
 
-__all__ = ["erf", "erf_inv"]
+__all__ = ["erf", "erfc", "erf_inv"]

@@ -21,6 +21,7 @@ from transpiler.numpy.indexing import *  # noqa: F401,F403
 from transpiler.numpy.sorting import *  # noqa: F401,F403
 from transpiler.numpy.quantiles import *  # noqa: F401,F403
 from transpiler.numpy.counting import *  # noqa: F401,F403
+from transpiler.numpy.convolution import *  # noqa: F401,F403
 from transpiler import array_methods
 from transpiler.primitives.core import abstractify
 

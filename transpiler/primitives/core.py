@@ -185,13 +185,18 @@ _hooks: dict[str, Callable] = {}
 # primitive is staged into it -- including those whose operands are all concrete, so
 # ``jnp.zeros((1000, 1000))`` inside ``jit`` is a broadcast op, not a 4 MB constant.
 trace_stack: PerThreadList[Any] = PerThreadList("trace_stack")
+# ``ensure_compile_time_eval()`` (transpiler/api_helpers.py): while this thread holds one
+# (innermost entry True), an operation whose operands are all concrete runs eagerly even
+# inside a trace, so its result is a concrete array (``int()`` of it works under jit).
+compile_time_eval: PerThreadList[bool] = PerThreadList("compile_time_eval")
 
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
     """Run `prim` eagerly, or stage it into the innermost active trace."""
     avals = [abstractify(a, i, prim.name) for i, a in enumerate(args)]
     out_aval = prim.abstract_eval(*avals, **params)
-    if trace_stack:
+    if trace_stack and not (compile_time_eval and compile_time_eval[-1] and
+                            not any(isinstance(a, Tracer) for a in args)):
         return trace_stack[-1].emit(prim, args, avals, out_aval, params)
     values = [to_numpy(a, aval) for a, aval in zip(args, avals)]
     out = prim.impl(*values, **params)

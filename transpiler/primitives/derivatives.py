@@ -234,3 +234,54 @@ updates_bar = ad.scatter_updates_cotangent(out_bar, operand, indices, updates, o
 rules(sort_p.sort,
       jvp=jvp_template(("x",), x="ad.sorted_tangent(x_dot, x, dimension, descending)"),
       vjp=vjp_template(("x",), "x_bar = ad.unsorted_cotangent(out_bar, x, dimension, descending)"))
+
+# --- windowed reductions (primitives/windows.py; helpers in transforms/ad/windows.py) --------
+# A window sum is linear: its transpose sums windows of the spread-out cotangent (JAX's
+# rule). Max/min pooling route the derivative to each window's first max/min, JAX's
+# select_and_gather_add (tangent) and select_and_scatter_add (cotangent), which are each
+# other's transposes and have zero derivative in the operand they select by.
+from transpiler.primitives import windows as win_p  # noqa: E402
+
+_WINDOW = "window_dimensions, window_strides, padding, base_dilation, window_dilation"
+linear(win_p.reduce_window_sum, f"ad.reduce_window_sum({{t}}, {_WINDOW})",
+       f"ad.window_sum_transpose({{t}}, x, {_WINDOW})")
+rules(win_p.reduce_window_prod,
+      jvp=jvp_template(("x",), x=f"ad.window_prod_tangent(x_dot, x, {_WINDOW})"),
+      vjp=vjp_template(("x",), f"x_bar = ad.window_prod_cotangent(out_bar, x, {_WINDOW})"))
+for _kind, _prim in (("max", win_p.reduce_window_max), ("min", win_p.reduce_window_min)):
+    rules(_prim,
+          jvp=jvp_template(("x",), x=f"ad.select_and_gather_add(x_dot, x, {_kind!r}, {_WINDOW})"),
+          vjp=vjp_template(("x",), f"""
+x_bar = ad.select_and_scatter_add(out_bar, x, {_kind!r}, {_WINDOW})
+"""))
+rules(win_p.select_and_gather_add,
+      jvp=jvp_template(("tangents", "operand"),
+                       tangents=f"ad.select_and_gather_add(tangents_dot, operand, kind, {_WINDOW})",
+                       operand="ad.zeros_tangent(out)"),
+      vjp=vjp_template(("tangents", "operand"), f"""
+tangents_bar = ad.select_and_scatter_add(out_bar, operand, kind, {_WINDOW})
+operand_bar = ad.zeros_cotangent(operand)
+"""))
+rules(win_p.select_and_scatter_add,
+      jvp=jvp_template(("source", "operand"),
+                       source=f"ad.select_and_scatter_add(source_dot, operand, kind, {_WINDOW})",
+                       operand="ad.zeros_tangent(out)"),
+      vjp=vjp_template(("source", "operand"), f"""
+source_bar = ad.select_and_gather_add(out_bar, operand, kind, {_WINDOW})
+operand_bar = ad.zeros_cotangent(operand)
+"""))
+
+# --- conv_general_dilated (bilinear; helpers in transforms/ad/convolution.py) ---------------
+# The tangent convolves one operand's tangent with the other operand; each cotangent is a
+# convolution too (JAX's _conv_general_dilated_transpose_lhs/rhs), so every order works.
+from transpiler.primitives import convolution as conv_p  # noqa: E402
+
+_CONV = ("window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, "
+         "feature_group_count, batch_group_count")
+rules(conv_p.conv_general_dilated,
+      jvp=jvp_template(("lhs", "rhs"), lhs=f"ad.conv_tangent(lhs_dot, rhs, out, {_CONV})",
+                       rhs=f"ad.conv_tangent(lhs, rhs_dot, out, {_CONV})"),
+      vjp=vjp_template(("lhs", "rhs"), f"""
+lhs_bar = ad.conv_lhs_cotangent(out_bar, lhs, rhs, {_CONV})
+rhs_bar = ad.conv_rhs_cotangent(out_bar, lhs, rhs, {_CONV})
+"""))

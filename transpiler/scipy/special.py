@@ -19,6 +19,7 @@ import numpy as np
 from transpiler import dtypes, lax
 from transpiler import numpy as jnp
 from transpiler.errors import located
+from transpiler.lax.special import erfc
 from transpiler.nn import erf, erf_inv, log_softmax, logsumexp, sigmoid, softmax
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify
@@ -35,37 +36,6 @@ def _inexact(x: Any) -> Any:
         return x
     return conv.convert_element_type(x, dtype=dtypes.default_float())
 
-
-
-def _polynomial(x: Any, coefficients: Any) -> Any:
-    """Horner's rule, highest-degree coefficient first."""
-    p = jnp.zeros_like(x)
-    for c in coefficients:
-        p = p * x + c
-    return p
-
-
-_ERFC_P = (2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1,
-           -5.824733027278666e-1, 6.210004621745983e-1, -4.944515323274145e-1,
-           3.404879937665872e-1, -2.741127028184656e-1, 5.638259427386472e-1)
-_ERFC_R = (-1.047766399936249e1, 1.297719955372516e1, -7.495518717768503e0,
-           2.921019019210786e0, -1.015265279202700e0, 4.218463358204948e-1,
-           -2.820767439740514e-1, 5.641895067754075e-1)
-
-
-def erfc(x: Any) -> Any:
-    """``1 - erf(x)``, accurate in the tails (XLA's float32 form: ``exp(-x^2) / x`` times a
-    rational function of ``1/x^2`` for ``|x| >= 1``)."""
-    x = _inexact(x)
-    ax = jnp.abs(x)
-    tail = ax >= 1
-    safe = jnp.where(tail, ax, jnp.ones_like(ax))
-    q = 1 / safe
-    y = q * q
-    p = jnp.where(safe < 2, _polynomial(y, _ERFC_P), _polynomial(y, _ERFC_R))
-    far = jnp.exp(-safe * safe) * q * p
-    far = jnp.where(x < 0, 2 - far, far)
-    return jnp.where(tail, far, 1 - erf(x))
 
 
 def logit(x: Any) -> Any:

@@ -26,6 +26,8 @@ from transpiler.primitives.core import abstractify
 from transpiler.transforms.ad.complex_numbers import (  # noqa: F401
     abs_cotangent, abs_tangent, complex_sign)
 from transpiler.transforms.ad.fft import fft_cotangent  # noqa: F401
+from transpiler.transforms.ad.convolution import (  # noqa: F401
+    conv_lhs_cotangent, conv_rhs_cotangent, conv_tangent)
 from transpiler.transforms.ad.indexing import (  # noqa: F401
     _extremal_shares, _gathered, _in_bounds, _ranges_like, _remaining, _scatter_mul_others,
     _update_ids, _winners, clamp_indices, dot_p, dot_transpose_lhs, dot_transpose_rhs,
@@ -38,9 +40,13 @@ from transpiler.transforms.ad.linalg import (  # noqa: F401
     logabsdet_tangent, qr_q_cotangent, qr_q_tangent, singular_values_cotangent,
     singular_values_tangent, svd_vectors_cotangent, svd_vectors_tangent,
     triangular_solve_a_cotangent, triangular_solve_a_tangent, triangular_solve_b_cotangent)
+from transpiler.transforms.ad.remat import recompute  # noqa: F401
 from transpiler.transforms.ad.shapes import (  # noqa: F401
     Shape, cast_like, convert_cotangent, expand_reduced, inverse_permutation, unbroadcast,
     unbroadcast_like, zeros_cotangent)
+from transpiler.transforms.ad.windows import (  # noqa: F401
+    reduce_window_sum, select_and_gather_add, select_and_scatter_add, window_prod_cotangent,
+    window_prod_tangent, window_sum_transpose)
 
 
 # --- elementwise -------------------------------------------------------------------------

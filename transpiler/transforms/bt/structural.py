@@ -14,6 +14,7 @@ from transpiler.tree_util._registry import sequence_like
 from transpiler.rewritten import with_item
 from transpiler.transforms.ad import forward as fh
 from transpiler.transforms.ad import cotangents as rh
+from transpiler.transforms.ad import remat
 from transpiler import rewritten
 from transpiler import numpy as jnp
 from transpiler.transforms.common.arguments import leaves_like
@@ -115,7 +116,7 @@ def rules() -> dict[int, Any]:
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
                rh.spread, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
-               with_item):
+               with_item, remat.recompute):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.item)] = _item

@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, cast
 import numpy as np
 
 from transpiler import dtypes, tree_util
-from transpiler.array_methods import ArrayMethods, AvalProperties
+from transpiler.array_methods import Abstract, ArrayMethods, AvalProperties
 from transpiler.errors import SourceLocation, TracerError, TranspileError, located, user_location
 from transpiler.primitives import core
 from transpiler.primitives.core import Primitive, ShapedArray
@@ -49,7 +49,7 @@ from transpiler.transforms import bt
 from transpiler.codegen import load_source
 
 
-class Recorded(AvalProperties, ArrayMethods, core.Tracer):
+class Recorded(Abstract, AvalProperties, ArrayMethods, core.Tracer):
     """An abstract array in a record: a name in the generated function."""
 
     __slots__ = ("aval", "name", "record")
@@ -65,21 +65,6 @@ class Recorded(AvalProperties, ArrayMethods, core.Tracer):
                        "has no Python source to transform, so it is traced, and its values "
                        "are unknown while it is", "keep the value an array (use jnp.where "
                        "for choices), or write the callee in Python")
-
-    def __bool__(self) -> bool:
-        raise self._concrete("Python `if`/`while`/`and`/`or` (bool())")
-
-    def __float__(self) -> float:
-        raise self._concrete("float()")
-
-    def __int__(self) -> int:
-        raise self._concrete("int()")
-
-    def __index__(self) -> int:
-        raise self._concrete("use as a Python index")
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise self._concrete("conversion to a NumPy array")
 
     # ArrayMethods declares ``__hash__ = None``; this keeps the array unhashable, with a clearer message.
     def __hash__(self) -> int:  # type: ignore[override]

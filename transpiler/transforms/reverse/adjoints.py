@@ -184,6 +184,8 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         return cotangent_helper_rule(gen, kind, args, t)
     if kind in LINEAR_HELPERS:
         return linear_helper_rule(gen, kind, args, t)
+    if kind == "jitted" and getattr(op.callee, "recomputes", False):
+        return checkpoint_rule(gen, stmt, op.callee, args, t)
     if kind == "jitted":
         return call_rule(gen, stmt, op.callee._fun, args, t)
     if kind == "local":
@@ -213,8 +215,26 @@ def _unpacked_bar(gen: Any, target: cst.BaseExpression) -> str:
     return gen.bar_text(names[0]) if names else "None"
 
 
+def checkpoint_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
+                    t: str) -> list[cst.BaseStatement]:
+    """A checkpointed function (``jax.checkpoint``): its VJP, which recomputes it, called
+    on its arguments behind ``ad.recompute`` (see transpiler/ad_checkpoint.py)."""
+    call_args, position = [], 0
+    for a in args:
+        keyword = a.keyword.value if a.keyword is not None else None
+        static = fn.is_static(position, keyword)
+        if keyword is None:
+            position += 1
+        if not static and not a.star and isinstance(a.value, cst.Name):
+            a = a.with_changes(value=parse_template_expression(
+                "ad.recompute({x})", x=a.value))
+        call_args.append(a)
+    return call_rule(gen, stmt, fn._fun, args, t, call_args)
+
+
 def call_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
-              t: str) -> list[cst.BaseStatement]:
+              t: str, call_args: Optional[list[cst.Arg]] = None) -> list[cst.BaseStatement]:
+    """`call_args`: the arguments the VJP of a function is called with, if not `args`."""
     positional = [a for a in args if a.keyword is None]
     if any(a.star for a in args):
         if isinstance(fn, Primitive) and fn.vjp is not None and fn.vjp.variadic and \
@@ -223,7 +243,7 @@ def call_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
         raise gen.error(stmt, "star-arguments in a differentiated call are not supported yet")
     if isinstance(fn, Primitive):
         return template_rule(gen, stmt, fn, positional, args, t)
-    return function_rule(gen, stmt, fn, positional, args, t)
+    return function_rule(gen, stmt, fn, positional, args, t, call_args)
 
 
 def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional: list,
@@ -277,7 +297,7 @@ def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional
 
 
 def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, args: list,
-                  t: str) -> list[cst.BaseStatement]:
+                  t: str, call_args: Optional[list] = None) -> list[cst.BaseStatement]:
     try:
         signature = source_signature(fn)
         bound = signature.bind_partial(*range(len(positional)), **{
@@ -300,7 +320,7 @@ def function_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, positional: list, 
     gen.callees[vjp_name] = (fn, frozenset(active))
     temp = gen.tmp()
     call = cst.Call(func=cst.Name(vjp_name), args=[
-        *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args],
+        *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call_args or args],
         cst.Arg(cst.Name(gen.bar(t)), keyword=cst.Name(cotangent_param(vjp_fn)),
                 equal=TIGHT_EQUAL)])
     positional_names = [n for n, p in signature.parameters.items()

@@ -1,0 +1,445 @@
+"""``conv_general_dilated``: XLA's convolution, with JAX's params, shapes and dtypes.
+
+The params are those of ``jax.lax.conv_general_dilated`` in canonical form:
+``window_strides``, ``padding`` (explicit ``(low, high)`` pairs, possibly negative),
+``lhs_dilation`` and ``rhs_dilation`` (one int per spatial dimension),
+``dimension_numbers`` (three tuples: lhs ``(batch, feature, spatial...)``, rhs ``(out
+feature, in feature, spatial...)``, out ``(batch, feature, spatial...)`` -- the positions
+of those dimensions in each array), ``feature_group_count``, ``batch_group_count`` and
+``preferred_element_type``. Spatial dimension ``i`` of the three arrays is matched through
+the specs, in the rhs's order.
+
+In canonical layout (lhs ``N, C, S...``, rhs ``O, I, K...``) with ``G`` feature groups,
+``out[n, o, s] = sum over i, k of lhs~[n, g I + i, s * stride + k * rhs_dilation] *
+rhs[o, i, k]`` where ``g = o // (O / G)`` and ``lhs~`` is lhs dilated by ``lhs_dilation``
+(zeros between elements) and padded by ``padding``; with ``B`` batch groups the lhs batch
+splits as ``(B, N / B)`` (group major), group ``b`` meeting output features
+``b O / B ... (b + 1) O / B - 1``.
+
+Eagerly: the dilated, padded lhs is cut into its windows (one strided slice per kernel
+offset) and contracted with the kernel by one ``einsum`` per call. Lowered: one
+``stablehlo.convolution`` (four real ones for complex operands; `_conv_lower`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, NamedTuple, Optional, Sequence
+
+import numpy as np
+from iree.compiler import ir
+
+from transpiler import dtypes
+from transpiler.errors import located
+from transpiler.lowering.builder import LoweringContext, attr, i64_array, tensor_type
+from transpiler.primitives import shape as sp
+from transpiler.primitives.core import ShapedArray, abstractify, define, dtype_error, shape_error
+
+Pairs = tuple[tuple[int, int], ...]
+Specs = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the batch, feature and spatial dimensions are: ``lhs_spec`` is ``(batch
+    dimension, feature dimension, spatial dimensions...)``, ``rhs_spec`` ``(out feature
+    dimension, in feature dimension, spatial dimensions...)``, ``out_spec`` as lhs_spec."""
+
+    lhs_spec: Sequence[int]
+    rhs_spec: Sequence[int]
+    out_spec: Sequence[int]
+
+
+# --- params: dimension numbers and padding ---------------------------------------------------
+
+def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                           dimension_numbers: Any) -> ConvDimensionNumbers:
+    """``lax.conv_dimension_numbers``: `dimension_numbers` (None, three layout strings such
+    as ``('NHWC', 'HWIO', 'NHWC')``, or a `ConvDimensionNumbers`) as a
+    `ConvDimensionNumbers` of int tuples. None is ``('NC...', 'OI...', 'NC...')``."""
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return ConvDimensionNumbers(*(tuple(int(d) for d in spec)
+                                      for spec in dimension_numbers))
+    if len(lhs_shape) != len(rhs_shape):
+        raise located(TypeError, f"convolution requires lhs and rhs ndim to be equal, got "
+                      f"{len(lhs_shape)} and {len(rhs_shape)} (shapes {tuple(lhs_shape)} and "
+                      f"{tuple(rhs_shape)})")
+    if dimension_numbers is None:
+        iota = tuple(range(len(lhs_shape)))
+        return ConvDimensionNumbers(iota, iota, iota)
+    if not isinstance(dimension_numbers, (list, tuple)):
+        raise located(TypeError, "convolution dimension_numbers must be a tuple/list of "
+                      f"three strings, a ConvDimensionNumbers or None, got "
+                      f"{type(dimension_numbers).__name__}")
+    if len(dimension_numbers) != 3:
+        raise located(TypeError, "convolution dimension_numbers list/tuple must be length 3, "
+                      f"got {len(dimension_numbers)}")
+    if not all(isinstance(spec, str) for spec in dimension_numbers):
+        raise located(TypeError, "convolution dimension_numbers elements must be strings, got "
+                      f"{tuple(type(spec).__name__ for spec in dimension_numbers)}",
+                      "e.g. ('NHWC', 'HWIO', 'NHWC'), or a ConvDimensionNumbers of ints")
+    for i, spec in enumerate(dimension_numbers):
+        if len(spec) != len(lhs_shape):
+            raise located(TypeError, f"convolution dimension_numbers[{i}] must have len equal "
+                          f"to the ndim of lhs and rhs, got {len(spec)} ({spec!r}) for lhs and "
+                          f"rhs shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}")
+    return ConvDimensionNumbers(*conv_general_permutations(tuple(dimension_numbers)))
+
+
+def conv_general_permutations(specs: Sequence[str]) -> Specs:
+    """``lax.conv_general_permutations``: the dimension positions named by three layout
+    strings (JAX's rules: 'N' and 'C' in lhs and out, 'O' and 'I' in rhs, the same
+    spatial letters in all three, ordered as in rhs)."""
+    lhs, rhs, out = specs
+    letters = (("N", "C"), ("O", "I"), ("N", "C"))
+    for i, (spec, (a, b)) in enumerate(zip(specs, letters)):
+        if not spec.count(a) == spec.count(b) == 1:
+            raise located(TypeError, f"convolution dimension_numbers[{i}] must contain the "
+                          f"characters '{a}' and '{b}' exactly once, got {spec!r}")
+        if len(spec) != len(set(spec)):
+            raise located(TypeError, f"convolution dimension_numbers[{i}] cannot have "
+                          f"duplicate characters, got {spec!r}")
+    spatial = [set(spec) - set(pair) for spec, pair in zip(specs, letters)]
+    if not spatial[0] == spatial[1] == spatial[2]:
+        raise located(TypeError, "convolution dimension_numbers elements must each have the "
+                      f"same set of spatial characters, got {specs}")
+
+    def positions(spec: str, pair: tuple[str, str]) -> tuple[int, ...]:
+        others = [i for i, c in enumerate(spec) if c not in pair]
+        others.sort(key=lambda i: rhs.index(spec[i]))
+        return (spec.index(pair[0]), spec.index(pair[1]), *others)
+
+    return (positions(lhs, letters[0]), positions(rhs, letters[1]), positions(out, letters[2]))
+
+
+def dilate(size: int, dilation: int) -> int:
+    """The length of `size` elements with ``dilation - 1`` zeros between neighbours."""
+    return 0 if size == 0 else 1 + dilation * (size - 1)
+
+
+def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
+                    window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
+    """The explicit ``(low, high)`` pairs of ``'SAME'``, ``'SAME_LOWER'`` or ``'VALID'``
+    (JAX's: SAME keeps ``ceil(in / stride)`` outputs, the odd element of padding going
+    high; SAME_LOWER sends it low)."""
+    kind = padding.upper() if isinstance(padding, str) else padding
+    if kind == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if kind not in ("SAME", "SAME_LOWER"):
+        raise located(ValueError, f"Unrecognized padding type: expected 'VALID', 'SAME', or "
+                      f"'SAME_LOWER', got {padding!r}", "or pass explicit (low, high) pairs")
+    pads = []
+    for size, window, stride in zip(in_shape, window_shape, window_strides):
+        total = max((-(-size // stride) - 1) * stride + window - size, 0)
+        small, large = total // 2, total - total // 2
+        pads.append((small, large) if kind == "SAME" else (large, small))
+    return pads
+
+
+def static_ints(value: Any, name: str, rank: int, positive: bool = True) -> tuple[int, ...]:
+    """A static sequence of `rank` ints (a clear error for anything else)."""
+    try:
+        values = tuple(int(v) for v in value)
+        exact = all(float(v) == int(v) for v in value)
+    except (TypeError, ValueError):
+        values, exact = (), False
+    if not exact or len(values) != rank:
+        raise located(TypeError, f"conv_general_dilated: {name} must be a sequence of {rank} "
+                      f"ints (one per spatial dimension), got {value!r}",
+                      "strides, dilations and padding are static Python values")
+    if positive and any(v < 1 for v in values):
+        raise shape_error(f"conv_general_dilated: {name} must be positive, got {values}")
+    return values
+
+
+def normalize_padding(padding: Any, rank: int) -> Pairs:
+    """Explicit padding as a tuple of `rank` ``(low, high)`` int pairs."""
+    try:
+        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        pairs = ()
+    if len(pairs) != rank:
+        raise located(ValueError, "padding argument to conv_general_dilated should be a "
+                      "string ('SAME', 'SAME_LOWER', 'VALID') or a sequence of "
+                      f"{rank} (low, high) pairs, got {padding!r}")
+    return pairs
+
+
+# --- abstract evaluation ---------------------------------------------------------------------
+
+def _check_specs(lhs: ShapedArray, rhs: ShapedArray, specs: Specs) -> None:
+    if lhs.ndim != rhs.ndim:
+        raise shape_error(f"conv_general_dilated: lhs and rhs must have the same number of "
+                          f"dimensions, got lhs {lhs.str_short()} and rhs {rhs.str_short()}")
+    if lhs.ndim < 2:
+        raise shape_error(f"conv_general_dilated: operands need a batch and a feature "
+                          f"dimension (rank >= 2), got lhs {lhs.str_short()}")
+    for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), specs):
+        if sorted(spec) != list(range(lhs.ndim)):
+            raise shape_error(f"conv_general_dilated: dimension_numbers.{name} {tuple(spec)} "
+                              f"is not a permutation of the {lhs.ndim} dimensions")
+
+
+def conv_output_shape(lhs: ShapedArray, rhs: ShapedArray, *, window_strides: Sequence[int],
+                      padding: Pairs, lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
+                      dimension_numbers: Specs, feature_group_count: int,
+                      batch_group_count: int) -> tuple[int, ...]:
+    """The output shape, after JAX's checks (each error names the sizes involved)."""
+    _check_specs(lhs, rhs, dimension_numbers)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rank = lhs.ndim - 2
+    for name, value in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                        ("rhs_dilation", rhs_dilation), ("padding", padding)):
+        if len(value) != rank:
+            raise shape_error(f"conv_general_dilated: {name} has {len(value)} entries for "
+                              f"{rank} spatial dimensions (lhs {lhs.str_short()})")
+    where = f"lhs {lhs.str_short()}, rhs {rhs.str_short()}"
+    for name, count in (("feature_group_count", feature_group_count),
+                        ("batch_group_count", batch_group_count)):
+        if count < 1:
+            raise shape_error(f"conv_general_dilated: {name} must be a positive integer, "
+                              f"got {count}")
+    if feature_group_count > 1 and batch_group_count > 1:
+        raise shape_error("conv_general_dilated: at most one of batch_group_count and "
+                          f"feature_group_count may be > 1, got batch_group_count="
+                          f"{batch_group_count} and feature_group_count={feature_group_count}")
+    batch, features = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    out_features, in_features = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    if features % feature_group_count:
+        raise shape_error(f"conv_general_dilated: feature_group_count must divide lhs feature "
+                          f"dimension size, but {feature_group_count} does not divide "
+                          f"{features} ({where})")
+    if features // feature_group_count != in_features:
+        raise shape_error(
+            f"conv_general_dilated: lhs feature dimension size divided by feature_group_count "
+            f"must equal the rhs input feature dimension size, but {features} // "
+            f"{feature_group_count} != {in_features} ({where})",
+            "check dimension_numbers: which rhs dimension is 'I' (in features)")
+    for name, count in (("feature_group_count", feature_group_count),
+                        ("batch_group_count", batch_group_count)):
+        if out_features % count:
+            raise shape_error(f"conv_general_dilated: rhs output feature dimension size must "
+                              f"be a multiple of {name}, but {out_features} is not a multiple "
+                              f"of {count} ({where})")
+    if batch % batch_group_count:
+        raise shape_error(f"conv_general_dilated: batch_group_count must divide lhs batch "
+                          f"dimension size, but {batch_group_count} does not divide {batch} "
+                          f"({where})")
+    spatial = []
+    for i in range(rank):
+        size = dilate(lhs.shape[lhs_spec[i + 2]], lhs_dilation[i])
+        padded = size + padding[i][0] + padding[i][1]
+        if padded < 0:
+            raise shape_error(f"conv_general_dilated: negative padding {padding[i]} is larger "
+                              f"than spatial dimension {i} of the lhs (size {size}; {where})")
+        window = dilate(rhs.shape[rhs_spec[i + 2]], rhs_dilation[i])
+        spatial.append(max(0, (padded - window) // window_strides[i] + 1)
+                       if padded >= window else 0)
+    canonical = (batch // batch_group_count, out_features, *spatial)
+    shape = [0] * lhs.ndim
+    for axis, size in zip(out_spec, canonical):
+        shape[axis] = size
+    return tuple(shape)
+
+
+def conv_dtypes(lhs: ShapedArray, rhs: ShapedArray,
+                preferred_element_type: Optional[np.dtype]) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, dtype the sums run in). The operands must agree (JAX's rule; the
+    public functions promote first); a preferred type must be as wide and of the same kind
+    (integers may also ask for a float)."""
+    if lhs.dtype != rhs.dtype:
+        raise dtype_error(f"lax.conv_general_dilated requires arguments to have the same "
+                          f"dtypes, got {lhs.dtype}, {rhs.dtype}",
+                          "convert one with lax.convert_element_type (jnp.convolve promotes)")
+    dtype = lhs.dtype
+    result = dtype if preferred_element_type is None else preferred_element_type
+    if preferred_element_type is not None:
+        preferred = preferred_element_type
+        int_to_float = dtype.kind in "iu" and dtypes.is_float(preferred)
+        same_kind = all((dtype.kind in kinds) == (preferred.kind in kinds)
+                        for kinds in ("iu", "f", "c")) and dtype != dtypes.bool_
+        if not int_to_float and not same_kind:
+            raise dtype_error(f"conv_general_dilated: preferred_element_type {preferred} is "
+                              f"incompatible with {dtype} operands", "the compatible "
+                              "combinations are (integral, integral), (integral, floating), "
+                              "(floating, floating), (complex, complex)")
+        if not int_to_float and dtype.kind == "i" and preferred.kind != "i":
+            raise dtype_error("conv_general_dilated: preferred_element_type must have the "
+                              f"same signedness as the operands, got {preferred} for {dtype}")
+        if preferred.itemsize < dtype.itemsize:
+            raise dtype_error("conv_general_dilated: preferred_element_type must not be "
+                              f"narrower than the operands, got {preferred} for {dtype}")
+    if result in (dtypes.float16, dtypes.bfloat16):
+        return result, dtypes.float32
+    if result == dtypes.bool_:
+        return result, dtypes.int32
+    return result, result
+
+
+def _conv_eval(lhs: ShapedArray, rhs: ShapedArray, *,
+               preferred_element_type: Optional[np.dtype] = None, **params: Any) -> ShapedArray:
+    result, _ = conv_dtypes(lhs, rhs, preferred_element_type)
+    return ShapedArray(conv_output_shape(lhs, rhs, **params), result, False)
+
+
+# --- eager: windows and one einsum -----------------------------------------------------------
+
+def _spread(x: np.ndarray, padding: Pairs, dilation: Sequence[int]) -> np.ndarray:
+    """Canonical `x` (``N, C, S...``) dilated along S and padded (negative pads crop)."""
+    spatial = x.shape[2:]
+    spread = np.zeros(x.shape[:2] + tuple(dilate(s, d) for s, d in zip(spatial, dilation)),
+                      x.dtype)
+    every: tuple[Any, ...] = (Ellipsis, *(slice(None, None, d) for d in dilation))
+    spread[every] = x
+    widths = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    padded = np.pad(spread, widths)
+    crop = tuple(slice(max(-lo, 0), padded.shape[i + 2] - max(-hi, 0))
+                 for i, (lo, hi) in enumerate(padding))
+    return padded[(slice(None), slice(None), *crop)]
+
+
+def _windows(x: np.ndarray, kernel: Sequence[int], out: Sequence[int],
+             strides: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
+    """``(N, C, prod(kernel), prod(out))``: element ``[n, c, k, m]`` is the input that
+    kernel offset `k` meets at output position `m`."""
+    n, c = x.shape[:2]
+    m = math.prod(out)
+    taps = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        cut = tuple(slice(o * d, o * d + (size - 1) * s + 1, s) if size else slice(0, 0)
+                    for o, d, size, s in zip(offsets, dilation, out, strides))
+        taps.append(x[(slice(None), slice(None), *cut)].reshape(n, c, m))
+    if not taps:
+        return np.zeros((n, c, 0, m), x.dtype)
+    return np.stack(taps, axis=2)
+
+
+def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Sequence[int],
+               padding: Pairs, lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
+               dimension_numbers: Specs, feature_group_count: int, batch_group_count: int,
+               preferred_element_type: Optional[np.dtype] = None) -> np.ndarray:
+    lhs_aval = ShapedArray(lhs.shape, lhs.dtype)
+    rhs_aval = ShapedArray(rhs.shape, rhs.dtype)
+    result, work = conv_dtypes(lhs_aval, rhs_aval, preferred_element_type)
+    shape = conv_output_shape(lhs_aval, rhs_aval, window_strides=window_strides,
+                              padding=padding, lhs_dilation=lhs_dilation,
+                              rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                              feature_group_count=feature_group_count,
+                              batch_group_count=batch_group_count)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    x = np.transpose(lhs, lhs_spec).astype(work)
+    w = np.transpose(rhs, rhs_spec).astype(work)
+    out_spatial = tuple(shape[d] for d in out_spec[2:])
+    patches = _windows(_spread(x, padding, lhs_dilation), w.shape[2:], out_spatial,
+                       window_strides, rhs_dilation)
+    n, c, k, m = patches.shape
+    o = w.shape[0]
+    w = w.reshape(o, w.shape[1], k)
+    with np.errstate(all="ignore"):
+        if batch_group_count > 1:
+            b = batch_group_count
+            out = np.einsum("bnckm,bock->nbom", patches.reshape(b, n // b, c, k, m),
+                            w.reshape(b, o // b, c, k), optimize=True)
+        else:
+            g = feature_group_count
+            out = np.einsum("ngckm,gock->ngom", patches.reshape(n, g, c // g, k, m),
+                            w.reshape(g, o // g, c // g, k), optimize=True)
+    canonical = out.reshape(out.shape[0], o, *out_spatial)
+    out = np.transpose(canonical, np.argsort(out_spec))
+    if result == dtypes.bool_:
+        return out != 0
+    return out.astype(result)
+
+
+# --- lowering --------------------------------------------------------------------------------
+
+def _conv_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, window_strides: Sequence[int],
+                padding: Pairs, lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
+                dimension_numbers: Specs, feature_group_count: int, batch_group_count: int,
+                preferred_element_type: Optional[np.dtype] = None) -> Any:
+    """One ``stablehlo.convolution`` in the compute dtype (IREE 3.13 compiled every option
+    -- strides, explicit and negative padding, both dilations, feature and batch groups,
+    any layout, 1-D to 3-D -- to eager's values; tests/test_convolution.py). A complex
+    convolution is four real ones, ``(a + ib) * (c + id) = (a*c - b*d) + i(a*d + b*c)``:
+    IREE 3.13 cannot compile a complex128 one (it zero-fills the accumulator with an i128
+    splat), and dot_general's complex products are split the same way."""
+    lhs_aval, rhs_aval = ctx.avals_in
+    out = ctx.aval_out
+    result, work = conv_dtypes(lhs_aval, rhs_aval, preferred_element_type)
+    lhs = ctx.convert(lhs, lhs_aval, work)
+    rhs = ctx.convert(rhs, rhs_aval, work)
+    attributes = _attributes(window_strides, padding, lhs_dilation, rhs_dilation,
+                             dimension_numbers, feature_group_count, batch_group_count)
+
+    def convolve(x: Any, y: Any, dtype: np.dtype) -> Any:
+        return ctx.op("stablehlo.convolution", [x, y], tensor_type(out.shape, dtype),
+                      attributes)
+
+    if dtypes.is_complex(work):
+        part = dtypes.real_dtype(work)
+        (a, b) = ctx.complex_parts(lhs, lhs_aval.update(dtype=work))
+        (c, d) = ctx.complex_parts(rhs, rhs_aval.update(dtype=work))
+        ac, bd, ad, bc = (convolve(x, y, part) for x, y in ((a, c), (b, d), (a, d), (b, c)))
+        real = ctx.op("stablehlo.subtract", [ac, bd], ac.type)
+        imag = ctx.op("stablehlo.add", [ad, bc], ac.type)
+        value = ctx.op("stablehlo.complex", [real, imag], tensor_type(out.shape, work))
+    else:
+        value = convolve(lhs, rhs, work)
+    return ctx.convert(value, out.update(dtype=work), result)
+
+
+def _attributes(window_strides: Sequence[int], padding: Pairs, lhs_dilation: Sequence[int],
+                rhs_dilation: Sequence[int], dimension_numbers: Specs,
+                feature_group_count: int, batch_group_count: int) -> dict[str, Any]:
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    show = lambda dims: "[" + ", ".join(str(d) for d in dims) + "]"  # noqa: E731
+    numbers = attr(
+        "#stablehlo.conv<raw "
+        f"input_batch_dimension = {lhs_spec[0]}, input_feature_dimension = {lhs_spec[1]}, "
+        f"input_spatial_dimensions = {show(lhs_spec[2:])}, "
+        f"kernel_input_feature_dimension = {rhs_spec[1]}, "
+        f"kernel_output_feature_dimension = {rhs_spec[0]}, "
+        f"kernel_spatial_dimensions = {show(rhs_spec[2:])}, "
+        f"output_batch_dimension = {out_spec[0]}, output_feature_dimension = {out_spec[1]}, "
+        f"output_spatial_dimensions = {show(out_spec[2:])}>")
+    pads = np.asarray(padding, np.int64).reshape(len(padding), 2)
+    return {"dimension_numbers": numbers,
+            "window_strides": i64_array(window_strides),
+            "padding": ir.DenseElementsAttr.get(pads),
+            "lhs_dilation": i64_array(lhs_dilation),
+            "rhs_dilation": i64_array(rhs_dilation),
+            "feature_group_count": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                      feature_group_count),
+            "batch_group_count": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                    batch_group_count)}
+
+
+conv_general_dilated = define("conv_general_dilated", impl=_conv_impl, abstract_eval=_conv_eval,
+                              lower=_conv_lower, doc=__doc__ or "")
+
+# --- layout helpers of the derivative and batching rules (JAX's _reshape_axis_into/out_of) --
+
+def reshape_axis_into(src: int, dst: int, x: Any) -> Any:
+    """`x` with axis `src` merged into axis `dst` as its major part; `dst` counts the
+    axes of `x` without `src`."""
+    shape = abstractify(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    sizes = [shape[i] for i in perm]
+    merged = sizes[:dst] + [sizes[dst] * sizes[dst + 1]] + sizes[dst + 2:]
+    if perm != sorted(perm):
+        x = sp.transpose(x, permutation=tuple(perm))
+    return sp.reshape(x, new_sizes=tuple(merged))
+
+
+def reshape_axis_out_of(src: int, size: int, x: Any) -> Any:
+    """`x` with axis `src` split into ``(size, rest)``."""
+    shape = list(abstractify(x).shape)
+    shape[src:src + 1] = [size, shape[src] // size]
+    return sp.reshape(x, new_sizes=tuple(shape))
+
+
+__all__ = ["conv_general_dilated", "ConvDimensionNumbers", "conv_dimension_numbers",
+           "conv_general_permutations", "conv_output_shape", "conv_dtypes", "static_ints",
+           "padtype_to_pads", "normalize_padding", "dilate", "reshape_axis_into",
+           "reshape_axis_out_of"]
