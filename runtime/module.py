@@ -26,6 +26,7 @@ from .array import (
     element_type_for,
     host_to_buffer_view,
 )
+from .callbacks import debug_sink
 from .device import Device, default_device
 from .signature import TensorSpec, parse_declaration
 
@@ -183,15 +184,18 @@ class Function:
 
 # --------------------------------------------------------------- Module
 _hal_modules: dict[tuple[Device, ...], rt.VmModule] = {}
+_sinks: dict[tuple[Device, ...], rt.HalModuleDebugSink] = {}
 
 
 def _hal_module(devices: tuple[Device, ...]) -> rt.VmModule:
     mod = _hal_modules.get(devices)
     if mod is None:
         instance = devices[0].instance
+        sink = _sinks[devices] = debug_sink(devices[0].hal)  # (runtime/callbacks.py)
         mod = _hal_modules[devices] = (
-            rt.create_hal_module(instance, devices[0].hal) if len(devices) == 1 else
-            rt.create_hal_module(instance, devices=[d.hal for d in devices]))
+            rt.create_hal_module(instance, devices[0].hal, debug_sink=sink)
+            if len(devices) == 1 else
+            rt.create_hal_module(instance, devices=[d.hal for d in devices], debug_sink=sink))
     return mod
 
 

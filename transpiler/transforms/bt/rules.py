@@ -23,7 +23,8 @@ from transpiler.transforms.ad import cotangents as rh
 from transpiler.tree_util._registry import sequence_like
 from transpiler.transforms.bt import control as control_batch
 from transpiler.transforms.batch import api as vmap_api
-from transpiler.transforms.bt.structural import _elements
+from transpiler.transforms.bt.structural import _elements, full_dims
+from transpiler import tree_util
 from transpiler.tree_util import PyTreeDef
 from transpiler.transforms.bt.structural import einsum
 from transpiler.transforms.bt.structural import rules
@@ -124,6 +125,21 @@ def _getitem(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> t
     return bt.getitem(x, x_dims, key, key_dims)
 
 
+def _per_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """A host callback batched: called once per batch element, as JAX calls it."""
+    def element(x: Any, d: Any, b: int) -> Any:
+        leaves, tree = tree_util.tree_flatten(x)
+        dim_leaves = tree.flatten_up_to(full_dims(x, d))
+        return tree.unflatten([leaf if leaf_dim.dim is None else
+                               jnp.take(leaf, b, axis=leaf_dim.dim)
+                               for leaf, leaf_dim in zip(leaves, dim_leaves)])
+
+    for b in range(bt.batch_size()):
+        fn(*(element(a, d, b) for a, d in zip(args, dims)),
+           **{k: element(v, kwdims.get(k), b) for k, v in kwargs.items()})
+    return None, None
+
+
 def _special(fn: Any) -> Any:
     if isinstance(fn, bt.Method):
         return _method
@@ -142,6 +158,8 @@ def _special(fn: Any) -> Any:
         return _getitem
     if fn is vmap_api.vmap:
         return _vmap_of_closure
+    if getattr(fn, "host_callback", False):  # jax.debug.print, debug.callback
+        return _per_element
     global _HELPERS
     if not _HELPERS:
         _HELPERS = rules()
