@@ -5,7 +5,7 @@
 """
 
 from transpiler import (  # noqa: F401
-    dtypes, example_libraries, lax, nn, primitives, random, scipy, tree, tree_util
+    dtypes, errors, example_libraries, lax, nn, primitives, random, scipy, tree, tree_util
 )
 from transpiler.array import Array, DeviceArray, ShapeDtypeStruct, device_get, device_put
 from transpiler.config import config
@@ -16,8 +16,9 @@ from transpiler.api_helpers import (block_until_ready, default_backend,
                                     default_matmul_precision, device_count, enable_x64,
                                     ensure_compile_time_eval, eval_shape, host_count, host_id,
                                     host_ids, linear_transpose, local_devices, named_call,
-                                    named_scope, process_count, process_index,
-                                    process_indices, typeof)
+                                    named_scope, print_environment_info, process_count,
+                                    process_index, process_indices, typeof)
+from transpiler.jaxpr import make_jaxpr
 from transpiler import ad_checkpoint, debug  # noqa: F401
 from transpiler.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from transpiler.transforms.reverse.api import grad, value_and_grad, vjp
@@ -41,4 +42,4 @@ __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError
            "host_ids", "jacobian", "local_devices", "named_call", "named_scope", "process_count",
            "process_index", "process_indices", "typeof", "ad_checkpoint", "checkpoint",
            "checkpoint_policies", "clear_caches", "debug", "default_matmul_precision", "enable_x64",
-           "linear_transpose", "remat"]
+           "linear_transpose", "remat", "errors", "make_jaxpr", "print_environment_info"]

@@ -174,3 +174,31 @@ def _check_backend(backend: Optional[str], fn: str) -> None:
     if backend not in (None, "cpu"):
         raise located(RuntimeError, f"{fn}: backend {backend!r} is not available; the one "
                       "backend is 'cpu'")
+
+
+def print_environment_info(return_string: bool = False) -> Optional[str]:
+    """``jax.print_environment_info``: the versions of this library, Python, NumPy and
+    IREE, and the devices."""
+    import platform
+    import sys
+    from importlib import metadata
+    from transpiler.version import __version__
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    text = "\n".join([
+        f"transpiler:          {__version__}",
+        f"numpy:               {np.__version__}",
+        f"iree-base-compiler:  {version('iree-base-compiler')}",
+        f"iree-base-runtime:   {version('iree-base-runtime')}",
+        f"python:              {sys.version.split()[0]}",
+        f"device info:         {', '.join(map(str, runtime.devices()))}",
+        f"platform:            {platform.platform()}"]) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None

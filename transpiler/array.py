@@ -155,6 +155,17 @@ class ShapeDtypeStruct:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == \
+            (other.shape, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
     def __repr__(self) -> str:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 

@@ -62,23 +62,24 @@ class Abstract:
 
     __slots__ = ()
 
-    def _concrete(self, what: str) -> Exception:
+    def _concrete(self, what: str, kind: str) -> Exception:
+        """The error for `what`, of the `errors.CONCRETE_ERRORS` class of `kind`."""
         raise NotImplementedError
 
     def __bool__(self) -> bool:
-        raise self._concrete("Python `if`/`while`/`and`/`or` (bool())")
+        raise self._concrete("Python `if`/`while`/`and`/`or` (bool())", "bool")
 
     def __float__(self) -> float:
-        raise self._concrete("float()")
+        raise self._concrete("float()", "float")
 
     def __int__(self) -> int:
-        raise self._concrete("int()")
+        raise self._concrete("int()", "int")
 
     def __index__(self) -> int:
-        raise self._concrete("use as a Python index")
+        raise self._concrete("use as a Python index", "index")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        raise self._concrete("conversion to a NumPy array")
+        raise self._concrete("conversion to a NumPy array", "array")
 
 
 class AvalProperties:

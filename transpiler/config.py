@@ -59,5 +59,12 @@ class Config:
     def jax_enable_x64(self) -> bool:
         return self.enable_x64
 
+    def config_with_absl(self) -> None:
+        """JAX reads its flags from absl's command line with this; the flags here come
+        from ``update`` and the TRANSPILER_* environment variables, so it does nothing."""
+
+    def parse_flags_with_absl(self) -> None:
+        """(as `config_with_absl`)"""
+
 
 config = Config()

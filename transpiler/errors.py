@@ -72,6 +72,34 @@ class TracerError(TranspileError, TypeError):
     """A traced value was used where a concrete Python value is needed."""
 
 
+# JAX's names for the kinds of TracerError (``jax.errors``), so that code which catches
+# them catches ours.
+class ConcretizationTypeError(TracerError):
+    """A concrete value was needed from a traced one (``float(x)``, a static shape)."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` of a traced value: Python ``if``/``while``/``and``/``or`` on it."""
+
+
+class TracerIntegerConversionError(TracerError):
+    """``int()`` or ``__index__`` of a traced value (a Python index, ``range``)."""
+
+
+class TracerArrayConversionError(TracerError):
+    """A traced value converted to a NumPy array (``np.asarray(x)``)."""
+
+
+class UnexpectedTracerError(TracerError):
+    """A traced value used outside the trace that made it (stored in a global)."""
+
+
+# Which error each concrete-value request raises (see `Abstract` in array_methods.py).
+CONCRETE_ERRORS = {"bool": TracerBoolConversionError, "float": ConcretizationTypeError,
+                   "int": TracerIntegerConversionError, "index": TracerIntegerConversionError,
+                   "array": TracerArrayConversionError}
+
+
 class ShapeError(TranspileError, ValueError):
     """Operands whose shapes do not fit the operation."""
 

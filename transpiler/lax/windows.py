@@ -40,7 +40,7 @@ import numpy as np
 from transpiler import dtypes, tree_util
 from transpiler import numpy as jnp
 from transpiler.array_methods import Abstract, ArrayMethods, AvalProperties
-from transpiler.errors import TracerError, located
+from transpiler.errors import CONCRETE_ERRORS, TracerError, located
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import core
 from transpiler.primitives import elementwise as ew
@@ -71,8 +71,8 @@ class _Scalar(Abstract, AvalProperties, ArrayMethods, core.Tracer):
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
 
-    def _concrete(self, what: str) -> TracerError:
-        error = located(TracerError, f"{what} on an argument of a reduction's computation "
+    def _concrete(self, what: str, kind: str) -> TracerError:
+        error = located(CONCRETE_ERRORS[kind], f"{what} on an argument of a reduction's computation "
                         f"({self.aval}): the computation is traced on abstract scalars, as "
                         "JAX traces it", "select with jnp.where or lax.select instead")
         return error  # type: ignore[return-value]

@@ -14,7 +14,8 @@ import numpy as np
 from iree.compiler import ir
 
 from transpiler.array_methods import ArrayMethods, AvalProperties
-from transpiler.errors import TracerError, TranspileError, located, user_location
+from transpiler.errors import (CONCRETE_ERRORS, TracerError, UnexpectedTracerError,
+                               located, user_location)
 from transpiler.lowering import fold
 from transpiler.lowering.builder import LoweringContext
 from transpiler.primitives import core
@@ -47,8 +48,9 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
 
-    def _concrete(self, what: str, hint: str) -> TracerError:
-        return located(TracerError, f"{what} on a traced value ({self.aval}) inside jit", hint)  # type: ignore[return-value]
+    def _concrete(self, what: str, hint: str, kind: str) -> TracerError:
+        return located(CONCRETE_ERRORS[kind], f"{what} on a traced value ({self.aval}) "  # type: ignore[return-value]
+                       "inside jit", hint)
 
     def __bool__(self) -> bool:
         raise self._concrete(
@@ -58,21 +60,22 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
             "lax.fori_loop, but not this use (an `assert`, `bool()`, `and`/`or` outside a "
             "condition, or code jit could not convert); select with jnp.where(...), call "
             "lax.cond / lax.while_loop yourself, or mark the argument static with "
-            "jit(..., static_argnums=...)")
+            "jit(..., static_argnums=...)", "bool")
 
     def __float__(self) -> float:
-        raise self._concrete("float()", "keep the value as an array, or make it static")
+        raise self._concrete("float()", "keep the value as an array, or make it static",
+                             "float")
 
     def __int__(self) -> int:
-        raise self._concrete("int()", "keep the value as an array, or make it static")
+        raise self._concrete("int()", "keep the value as an array, or make it static", "int")
 
     def __index__(self) -> int:
         raise self._concrete("use as a Python index", "index with the array itself, or "
-                             "make the argument static with static_argnums")
+                             "make the argument static with static_argnums", "index")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._concrete("conversion to a NumPy array", "use transpiler.numpy (jnp) "
-                             "functions on traced values instead of numpy (np) ones")
+                             "functions on traced values instead of numpy (np) ones", "array")
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """``np.dot(x, w)`` on a traced value: `transpiler.numpy`'s function of the name
@@ -84,14 +87,16 @@ class Tracer(AvalProperties, ArrayMethods, core.Tracer):
         ours = getattr(namespace, func.__name__, None)
         if not callable(ours):
             raise self._concrete(f"numpy.{func.__name__}", "use transpiler.numpy (jnp) "
-                                 "functions on traced values instead of numpy (np) ones")
+                                 "functions on traced values instead of numpy (np) ones", "array")
         return ours(*args, **kwargs)
 
     def item(self) -> Any:
-        raise self._concrete(".item()", "return the array from the jitted function instead")
+        raise self._concrete(".item()", "return the array from the jitted function instead",
+                             "float")
 
     def tolist(self) -> Any:
-        raise self._concrete(".tolist()", "return the array from the jitted function instead")
+        raise self._concrete(".tolist()", "return the array from the jitted function instead",
+                             "array")
 
 
 def mlir_location() -> ir.Location:
@@ -203,8 +208,8 @@ class Trace:
         """The SSA value of an operand: a Tracer's own, or a new constant."""
         if isinstance(value, Tracer):
             if not self.sees(value):
-                raise located(TranspileError, f"a traced value ({value.aval}) escaped from the "
-                              "jit trace that created it and was used in another",
+                raise located(UnexpectedTracerError, f"a traced value ({value.aval}) escaped "
+                              "from the jit trace that created it and was used in another",
                               "return values from jitted functions instead of storing "
                               "tracers in globals or closures")
             return value.value

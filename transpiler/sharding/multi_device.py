@@ -26,7 +26,8 @@ import numpy as np
 from iree.compiler import ir
 
 from transpiler import tree_util
-from transpiler.errors import TracerError, TranspileError, located, user_location
+from transpiler.errors import (CONCRETE_ERRORS, TracerError, TranspileError, located,
+                               user_location)
 from transpiler.lax.spmd import SPMD, SpmdAxis
 from transpiler.lowering.builder import aval_type
 from transpiler.lowering.trace import StagedModule, _verify, new_function
@@ -75,9 +76,9 @@ class Sharded(Tracer):
     def __repr__(self) -> str:
         return f"Sharded<{self.aval} x{len(self.parts)}>"
 
-    def _concrete(self, what: str, hint: str) -> TracerError:
-        error = located(TracerError, f"{what} on a traced value ({self.aval}) inside pmap",
-                        hint)
+    def _concrete(self, what: str, hint: str, kind: str) -> TracerError:
+        error = located(CONCRETE_ERRORS[kind], f"{what} on a traced value ({self.aval}) "
+                        "inside pmap", hint)
         return error  # type: ignore[return-value]
 
 

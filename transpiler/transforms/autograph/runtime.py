@@ -354,7 +354,7 @@ def _unconverted(fn: Callable, why: TranspileError) -> Callable:
             if _NOT_CONVERTED in error.hint:
                 raise
             note = f"{_NOT_CONVERTED} `{getattr(fn, '__name__', fn)}`: {why.message}"
-            raise TracerError(error.message, error.loc, f"{error.hint}\n  ({note})"
+            raise type(error)(error.message, error.loc, f"{error.hint}\n  ({note})"
                               ).with_traceback(error.__traceback__) from None
 
     call_unconverted._cf_converted = True  # type: ignore[attr-defined]

@@ -39,7 +39,8 @@ import numpy as np
 
 from transpiler import dtypes, tree_util
 from transpiler.array_methods import Abstract, ArrayMethods, AvalProperties
-from transpiler.errors import SourceLocation, TracerError, TranspileError, located, user_location
+from transpiler.errors import (CONCRETE_ERRORS, SourceLocation, TracerError, TranspileError,
+                               located, user_location)
 from transpiler.primitives import core
 from transpiler.primitives.core import Primitive, ShapedArray
 from transpiler.transforms.common.generated import for_jit
@@ -60,8 +61,8 @@ class Recorded(Abstract, AvalProperties, ArrayMethods, core.Tracer):
     def __repr__(self) -> str:
         return f"Recorded<{self.aval}>"
 
-    def _concrete(self, what: str) -> TracerError:
-        return located(TracerError, f"{what} on a traced value ({self.aval}): the callee "  # type: ignore[return-value]
+    def _concrete(self, what: str, kind: str) -> TracerError:
+        return located(CONCRETE_ERRORS[kind], f"{what} on a traced value ({self.aval}): the callee "  # type: ignore[return-value]
                        "has no Python source to transform, so it is traced, and its values "
                        "are unknown while it is", "keep the value an array (use jnp.where "
                        "for choices), or write the callee in Python")
