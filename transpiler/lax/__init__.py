@@ -137,14 +137,15 @@ from transpiler.lax.shape_ops import (broadcast, broadcast_in_dim, broadcast_lik
                                       concatenate, dynamic_index_in_dim,
                                       dynamic_update_index_in_dim, dynamic_update_slice_in_dim,
                                       empty, expand_dims, full, full_like, index_in_dim, pad,
-                                      reshape, rev, slice, slice_in_dim, split, squeeze, stack,
-                                      tile, transpose, unstack)
+                                      reshape, rev, shape_as_value, slice, slice_in_dim,
+                                      split, squeeze, stack, tile, transpose, unstack)
 from transpiler.lax.elementwise_ops import (RoundingMethod, abs, acos, acosh, asin,  # noqa: E402,F401
                                             asinh, atan, atan2, atanh, bitwise_and,
                                             bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil,
                                             clamp, clz, cosh, eq, erfc, exp2, expm1, floor, ge,
                                             gt, is_finite, le, log1p, lt, ne, neg, nextafter,
-                                            population_count, pow, reciprocal, rem, round,
+                                            population_count, pow, reciprocal,
+                                            reduce_precision, rem, round,
                                             mulhi, select_n, shift_right_arithmetic,
                                             shift_right_logical, sign, sinh, square, tan)
 from transpiler.lax.reduction_ops import (argmax, argmin, reduce_and, reduce_max,  # noqa: E402,F401
@@ -167,3 +168,4 @@ from transpiler.lax.convolution import (ConvDimensionNumbers, conv,  # noqa: E40
                                         conv_general_shape_tuple, conv_shape_tuple,
                                         conv_transpose, conv_transpose_shape_tuple,
                                         conv_with_general_padding)
+from transpiler.lax.primitive_objects import *  # noqa: E402,F401,F403

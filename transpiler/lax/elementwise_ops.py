@@ -28,7 +28,8 @@ __all__ = ["RoundingMethod", "neg", "abs", "sign", "floor", "ceil", "round", "is
            "acosh", "atanh", "atan2", "pow", "cbrt", "square", "reciprocal", "rem",
            "nextafter", "eq", "ne", "lt", "le", "gt", "ge", "clamp", "select_n",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "population_count",
-           "clz", "shift_right_arithmetic", "shift_right_logical", "erfc", "mulhi"]
+           "clz", "shift_right_arithmetic", "shift_right_logical", "erfc", "mulhi",
+           "reduce_precision"]
 
 
 class RoundingMethod(enum.IntEnum):
@@ -232,6 +233,61 @@ def shift_right_arithmetic(x: Any, y: Any) -> Any:
     amount, out_of_range = _shift_amount(y, signed)
     safe = jnp.where(out_of_range, np.array(8 * dtype.itemsize - 1, signed), amount)
     return _as(ew.right_shift(_as(x, signed), safe), dtype)
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """``lax.reduce_precision``: each float rounded to the nearest value (ties to even) of
+    a format with `exponent_bits` and `mantissa_bits`, in `operand`'s dtype: XLA's
+    algorithm on the bits (``EmitReducePrecisionIR``): too large overflows to infinity,
+    too small (subnormals of the narrow format included) flushes to a signed zero, NaN
+    stays NaN. Its derivative is 1 where the result is a normal number, 0 where it is
+    zero, subnormal or infinite (JAX's rounds the tangent to the same format)."""
+    dtype = abstractify(operand, 0, "reduce_precision").dtype
+    if not dtypes.is_float(dtype):
+        raise dtype_error(f"lax.reduce_precision requires a floating-point operand, got "
+                          f"{dtype}")
+    exponent_bits, mantissa_bits = int(exponent_bits), int(mantissa_bits)
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise located(ValueError, f"lax.reduce_precision: exponent_bits must be >= 1 and "
+                      f"mantissa_bits >= 0, got {exponent_bits} and {mantissa_bits}")
+    info = dtypes.finfo(dtype)
+    src_mantissa, src_exponent = int(info.nmant), int(info.nexp)
+    unsigned = _unsigned(dtype)
+
+    def const(v: int) -> Any:
+        return np.array(v, unsigned)
+
+    bits = conv.bitcast_convert_type(operand, dtype=unsigned)
+    if mantissa_bits < src_mantissa:
+        shift = src_mantissa - mantissa_bits
+        last_mantissa_bit = 1 << shift
+        last_bit = ew.right_shift(ew.bitwise_and(bits, const(last_mantissa_bit)), const(shift))
+        bias = last_bit + const((last_mantissa_bit >> 1) - 1)
+        truncation_mask = ~(last_mantissa_bit - 1) & ((1 << (8 * dtype.itemsize)) - 1)
+        bits = ew.bitwise_and(bits + bias, const(truncation_mask))
+    if exponent_bits < src_exponent:
+        sign_mask = 1 << (8 * dtype.itemsize - 1)
+        exponent_mask = ((1 << src_exponent) - 1) << src_mantissa
+        exponent_bias = (1 << (src_exponent - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = ew.bitwise_and(bits, const(exponent_mask))
+        overflows = exponent > const((exponent_bias + reduced_bias) << src_mantissa)
+        underflows = exponent <= const((exponent_bias - reduced_bias) << src_mantissa)
+        signed_zero = ew.bitwise_and(bits, const(sign_mask))
+        signed_inf = ew.bitwise_or(signed_zero, const(exponent_mask))
+        bits = jnp.where(overflows, signed_inf, bits)
+        bits = jnp.where(underflows, signed_zero, bits)
+    # NaN stays NaN (rounding can carry its mantissa into the exponent), also with no
+    # mantissa bits left, as XLA's CPU backend gives it
+    rounded = jnp.where(jnp.isnan(operand), operand,
+                        conv.bitcast_convert_type(bits, dtype=dtype))
+    # The derivative is 1 (the bit operations have none): a normal result plus `operand`
+    # minus itself, exactly zero. Zeros (their sign), subnormals (flushed by arithmetic
+    # under jit) and infinities are taken as they are.
+    normal = jnp.isfinite(rounded) & (jnp.abs(rounded) >= np.array(info.tiny, dtype))
+    finite_operand = jnp.where(normal, operand, jnp.zeros_like(operand))
+    return jnp.where(normal, rounded + (finite_operand - conv.stop_gradient(finite_operand)),
+                     rounded)
 
 
 def nextafter(x1: Any, x2: Any) -> Any:

@@ -29,7 +29,7 @@ __all__ = ["reshape", "pad", "concatenate", "broadcast", "broadcast_in_dim", "br
            "broadcast_like", "broadcast_shapes", "slice", "slice_in_dim", "index_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
            "squeeze", "expand_dims", "rev", "transpose", "collapse", "split", "tile", "full",
-           "full_like", "empty", "stack", "unstack"]
+           "full_like", "empty", "stack", "unstack", "shape_as_value"]
 
 
 def _ints(value: Any, fn: str, name: str) -> tuple[int, ...]:
@@ -435,3 +435,11 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
     """``lax.empty``: an array of `shape` and `dtype` whose values are unspecified (zeros)."""
     return full(shape, 0, dtype)
+
+
+def shape_as_value(shape: Sequence[int]) -> np.ndarray:
+    """``lax.shape_as_value``: a shape as a constant integer vector, int32 (int64 where a
+    dimension does not fit), as JAX gives it for a shape without symbolic dimensions."""
+    dims = [builtins.int(d) for d in shape]
+    wide = builtins.any(d > np.iinfo(np.int32).max for d in dims)
+    return np.asarray(dims, dtype=np.int64 if wide else np.int32)

@@ -21,26 +21,39 @@ type), leaves are appended inline without a recursive call, and common flat
 containers (tuple/list/dict of leaves) take a non-recursive fast path.
 """
 
+import types
+
+from ._default_registry import PyTreeRegistry, default_registry
 from ._ops import (
     flatten_up_to,
     tree_all,
+    tree_broadcast,
     tree_flatten_with_path,
     tree_leaves_with_path,
     tree_map,
     tree_map_with_path,
     tree_reduce,
+    tree_reduce_associative,
     tree_transpose,
 )
+from ._partial import Partial
 from ._registry import (
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,
+    KeyEntry,
+    KeyPath,
     SequenceKey,
+    flatten_one_level,
+    flatten_one_level_with_keys,
+    is_tree_node,
     keystr,
+    register_dataclass,
     register_pytree_node,
     register_pytree_node_class,
     register_pytree_with_keys,
     register_pytree_with_keys_class,
+    register_static,
 )
 from ._treedef import (
     PyTreeDef,
@@ -51,6 +64,7 @@ from ._treedef import (
     tree_unflatten,
     treedef_children,
     treedef_is_leaf,
+    treedef_tuple,
 )
 
 __all__ = [
@@ -79,10 +93,24 @@ __all__ = [
     "GetAttrKey",
     "FlattenedIndexKey",
     "keystr",
+    "Partial",
+    "register_dataclass",
+    "register_static",
+    "tree_broadcast",
+    "tree_reduce_associative",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "treedef_tuple",
+    "default_registry",
+    "KeyEntry",
+    "KeyPath",
 ]
 
 # Report the public API as living in ``transpiler.tree_util`` (as before the
 # split into submodules), e.g. for pickling, reprs and help().
 for _name in __all__:
-    globals()[_name].__module__ = __name__
+    if isinstance(globals()[_name], (type, types.FunctionType)):
+        globals()[_name].__module__ = __name__
+PyTreeRegistry.__module__ = __name__
 del _name

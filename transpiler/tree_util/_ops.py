@@ -254,3 +254,37 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
     if not lol:
         subtrees = [outer_treedef.unflatten([]) for _ in range(inner_size)]
     return inner_treedef.unflatten(subtrees)
+
+
+def _parallel_reduce(sequence: list, operation: Callable[[Any, Any], Any], identity: Any):
+    if not sequence:
+        if identity is _NO_INIT:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    if len(sequence) == 1:
+        return sequence[0]
+    half = len(sequence) // 2
+    return operation(_parallel_reduce(sequence[:half], operation, identity),
+                     _parallel_reduce(sequence[half:], operation, identity))
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree, *,
+                            identity=_NO_INIT, is_leaf=None):
+    """Reduce the leaves of `tree` with the associative `operation`, as a balanced tree
+    of calls (JAX's order); `identity` is the result for a tree with no leaves."""
+    return _parallel_reduce(tree_leaves(tree, is_leaf), operation, identity)
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """`full_tree`'s structure with each leaf of `prefix_tree` (a prefix of it) repeated
+    over the corresponding subtree."""
+    leaves: list[Any] = []
+
+    def add_leaves(x, subtree):
+        leaves.extend([x] * tree_structure(subtree).num_leaves)
+
+    try:
+        tree_map(add_leaves, prefix_tree, full_tree, is_leaf=is_leaf)
+    except ValueError as e:
+        raise ValueError(f"broadcast_prefix prefix_tree: {e}") from None
+    return tree_structure(full_tree).unflatten(leaves)

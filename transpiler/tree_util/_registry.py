@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 # ---------------------------------------------------------------------------
 # Node kinds and type dispatch
@@ -146,9 +147,91 @@ def register_pytree_with_keys_class(cls):
     return cls
 
 
+def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] | None = None,
+                       drop_fields: Sequence[str] = ()) -> type:
+    """Register a dataclass-like ``nodetype`` whose ``data_fields`` are its children and
+    whose ``meta_fields`` are static node data (JAX's signature; usable as a bare
+    decorator on a dataclass, whose fields are data unless ``field(metadata={"static":
+    True})``). Unflattening calls ``nodetype(**fields)``; the key entries are
+    ``GetAttrKey(name)``."""
+    if data_fields is None or meta_fields is None:
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
+                            "specified when either is specified. Got "
+                            f"{data_fields=} {meta_fields=}.")
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required "
+                            f"when nodetype is not a dataclass. Got {nodetype=}.")
+        fields = dataclasses.fields(nodetype)
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+    data = tuple(data_fields)
+    meta = tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init}
+        init_fields.difference_update(drop_fields)
+        if {*meta, *data} != init_fields:
+            msg = ("data_fields and meta_fields must include all dataclass fields with "
+                   "``init=True`` and only them.")
+            if missing := init_fields - {*meta, *data}:
+                msg += (f" Missing fields: {missing}. Add them to drop_fields to suppress "
+                        "this error.")
+            if unexpected := {*meta, *data} - init_fields:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    if overlap := set(data) & set(meta):
+        raise ValueError("data_fields and meta_fields must not overlap. Overlapping "
+                         f"fields: {overlap}.")
+    keys = tuple(GetAttrKey(name) for name in data)
+
+    def flatten_with_keys(x):
+        aux = tuple(getattr(x, name) for name in meta)
+        return [(key, getattr(x, name)) for key, name in zip(keys, data)], aux
+
+    def flatten(x):
+        return [getattr(x, name) for name in data], tuple(getattr(x, name) for name in meta)
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(meta, aux)), **dict(zip(data, children)))
+
+    register_pytree_with_keys(nodetype, flatten_with_keys, unflatten, flatten)
+    return nodetype
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` (hashable) as a pytree node with no children: its instances are
+    node data, static under ``jit``. Returns ``cls``, so it is usable as a decorator."""
+    register_pytree_with_keys(cls, _static_flatten_with_keys, _static_unflatten,
+                              _static_flatten)
+    return cls
+
+
+def _static_flatten_with_keys(obj):
+    return (), obj
+
+
+def _static_flatten(obj):
+    return (), obj
+
+
+def _static_unflatten(obj, children):
+    return obj
+
+
+def is_tree_node(typ: type) -> bool:
+    """True for a pytree node type: a builtin container, None's type, a namedtuple type or
+    a registered type."""
+    return _kind_of(typ) != _K_LEAF
+
+
 # ---------------------------------------------------------------------------
 # Key path entries
 # ---------------------------------------------------------------------------
+
+KeyEntry = TypeVar("KeyEntry", bound=Any)
+KeyPath = tuple[KeyEntry, ...]
+
 
 
 @dataclass(frozen=True)
@@ -297,6 +380,31 @@ def node_children(x) -> "tuple[list, Callable[[list], Any]] | None":
     aux, children = _node_parts(x, k)
     t = type(x)
     return list(children), lambda new: _build(t, aux, list(new))
+
+
+def flatten_one_level(tree) -> tuple[Iterable[Any], Any]:
+    """The children of pytree node `tree` one level down and its node data, as JAX gives
+    them; a ValueError for a leaf."""
+    k = _kind_of(type(tree))
+    if k == _K_LEAF:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    aux, children = _node_parts(tree, k)
+    if k == _K_DICT:
+        return tuple(children), aux
+    if k == _K_NAMEDTUPLE:
+        return list(children), type(tree)
+    return children, aux
+
+
+def flatten_one_level_with_keys(tree) -> tuple[Iterable[tuple[Any, Any]], Any]:
+    """Like :func:`flatten_one_level`, the children paired with their key entries."""
+    k = _kind_of(type(tree))
+    if k == _K_LEAF:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    aux, children, keys = _node_parts_with_keys(tree, k)
+    if k == _K_NAMEDTUPLE:
+        aux = type(tree)
+    return list(zip(keys, children)), aux
 
 
 def sequence_like(x, items) -> Any:

@@ -332,3 +332,10 @@ def all_leaves(iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     if is_leaf is None:
         return all(_kind_of(type(x)) == _K_LEAF for x in iterable)
     return all(is_leaf(x) or _kind_of(type(x)) == _K_LEAF for x in iterable)
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The treedef of a tuple whose children have the structures `treedefs`."""
+    treedefs = list(treedefs)
+    nl = sum(td.num_leaves for td in treedefs)
+    return PyTreeDef((tuple, None, tuple(td._node for td in treedefs)), nl)
