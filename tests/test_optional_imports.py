@@ -23,6 +23,7 @@ ROOT = TESTS.parent
 # what they bring along (jax brings jaxlib, scipy and opt_einsum).
 OPTIONAL = {"jax", "jaxlib", "scipy", "opt_einsum", "matplotlib", "sklearn", "hypothesis"}
 TEST_RUNNERS = {"pytest", "pytest-xdist", "ruff", "mypy"}  # (and `make lint`'s tools)
+IMPORT_NAMES = {"scikit_learn": "sklearn"}  # distributions imported under another name
 
 
 def _test_files():
@@ -111,6 +112,7 @@ def test_the_optional_list_covers_the_extras():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {req.partition("[")[0].partition(">")[0].partition("=")[0].strip().replace("-", "_")
              for reqs in extras["optional-dependencies"].values() for req in reqs}
+    names = {IMPORT_NAMES.get(name, name) for name in names}
     runners = {name.replace("-", "_") for name in TEST_RUNNERS}
     assert names - runners <= OPTIONAL, names - runners - OPTIONAL
 

@@ -188,6 +188,8 @@ def main() -> None:
     linalg.main()
     import fft  # tests/bench/fft.py: rfft of 2^20 points, batched, composite and 2-D FFTs
     fft.main()
+    import nets  # tests/bench/nets.py: a LeNet training step and a transformer's gradient
+    nets.main()
 
 
 if __name__ == "__main__":

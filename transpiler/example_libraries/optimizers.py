@@ -16,6 +16,8 @@ traced, compiled and differentiated as written.
 
 from __future__ import annotations
 
+import builtins
+
 import functools
 from typing import Any, Callable, NamedTuple
 
@@ -330,3 +332,37 @@ def pack_optimizer_state(marked_pytree: Any) -> OptimizerState:
                         "(from unpack_optimizer_state)")
     states = [tree_flatten(j.subtree) for j in joins]
     return OptimizerState([s for s, _ in states], tree, [d for _, d in states])
+
+
+# JAX's list utilities, which its optimizers module exports (`map` and `zip` are its
+# length-checked versions, as the code above then uses them too).
+def safe_map(f: Callable, *args: Any) -> list:
+    """``map`` into a list; the sequences must have one length."""
+    args = tuple(builtins.map(list, args))
+    n = len(args[0])
+    for arg in args[1:]:
+        if len(arg) != n:
+            raise ValueError(f"length mismatch: {[len(a) for a in args]}")
+    return list(builtins.map(f, *args))
+
+
+def safe_zip(*args: Any) -> list:
+    """``zip`` into a list; the sequences must have one length."""
+    args = tuple(builtins.map(list, args))
+    n = len(args[0])
+    for arg in args[1:]:
+        if len(arg) != n:
+            raise ValueError(f"length mismatch: {[len(a) for a in args]}")
+    return list(builtins.zip(*args))
+
+
+def unzip2(xys: Any) -> tuple[tuple, tuple]:
+    """Pairs into two tuples."""
+    xs, ys = [], []
+    for x, y in xys:
+        xs.append(x)
+        ys.append(y)
+    return tuple(xs), tuple(ys)
+
+
+map, zip = safe_map, safe_zip  # noqa: A001

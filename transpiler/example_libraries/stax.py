@@ -35,6 +35,9 @@ leaky_relu = nn.leaky_relu
 selu = nn.selu
 gelu = nn.gelu
 softplus = nn.softplus
+log_softmax = nn.log_softmax
+standardize = nn.standardize
+glorot, randn = glorot_normal, normal  # (JAX's older names)
 
 
 def Dense(out_dim: int, W_init: Callable = glorot_normal(), b_init: Callable = normal()

@@ -22,6 +22,19 @@ from transpiler.numpy.sorting import *  # noqa: F401,F403
 from transpiler.numpy.quantiles import *  # noqa: F401,F403
 from transpiler.numpy.counting import *  # noqa: F401,F403
 from transpiler.numpy.convolution import *  # noqa: F401,F403
+from transpiler.numpy.elementwise_functions import *  # noqa: F401,F403
+from transpiler.numpy.array_api_names import *  # noqa: F401,F403
+from transpiler.numpy.index_tricks import *  # noqa: F401,F403
+from transpiler.numpy.differences import *  # noqa: F401,F403
+from transpiler.numpy.polynomials import *  # noqa: F401,F403
+from transpiler.numpy.windows import *  # noqa: F401,F403
+from transpiler.numpy.array_editing import *  # noqa: F401,F403
+from transpiler.numpy.selection import *  # noqa: F401,F403
+from transpiler.numpy.bit_packing import *  # noqa: F401,F403
+from transpiler.numpy.array_comparison import *  # noqa: F401,F403
+from transpiler.numpy.set_ops import *  # noqa: F401,F403
+from transpiler.numpy.statistics import *  # noqa: F401,F403
+from transpiler.numpy.functional import *  # noqa: F401,F403
 from transpiler import array_methods
 from transpiler.primitives.core import abstractify
 
@@ -40,6 +53,13 @@ integer, floating, number, inexact, signedinteger, unsignedinteger, complexfloat
     _np.integer, _np.floating, _np.number, _np.inexact, _np.signedinteger, _np.unsignedinteger,
     _np.complexfloating)
 generic = _np.generic
+character, flexible = _np.character, _np.flexible
+bool = bool_  # noqa: A001 -- JAX's name, as in NumPy 2
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+float_, int_, uint, complex_ = float64, int64, uint64, complex128
+object_ = _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
 
 
 def result_type(*args):  # type: ignore[no-untyped-def]
@@ -64,6 +84,15 @@ def shape(x):  # type: ignore[no-untyped-def]
 
 def size(x):  # type: ignore[no-untyped-def]
     return int(_np.prod(shape(x)))
+
+
+array_repr, array_str = _np.array_repr, _np.array_str
+printoptions, get_printoptions, set_printoptions = (_np.printoptions, _np.get_printoptions,
+                                                    _np.set_printoptions)
+
+
+def __dir__():  # type: ignore[no-untyped-def]
+    return sorted([*globals(), "fft", "linalg"])
 
 
 def __getattr__(name):  # type: ignore[no-untyped-def]

@@ -239,3 +239,59 @@ def tri(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None) -> Any:
     rows = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=0)
     cols = conv.iota(dtype=dtypes.int32, shape=(N, M), dimension=1)
     return astype(cols <= rows + k, _canonical(dtype) or dtypes.default_float())
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop, num)`` (differentiable in start, stop and base)."""
+    from transpiler.numpy.math import power  # math builds on this module
+    target = _canonical(dtype) or dtypes.to_inexact(
+        dtypes.promote((abstractify(start).dtype, False), (abstractify(stop).dtype, False))[0])
+    compute = dtypes.to_inexact(target)
+    lin = linspace(astype(asarray(start), compute), astype(asarray(stop), compute), num,
+                   endpoint=endpoint, dtype=compute, axis=axis)
+    return astype(power(base, lin), target)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              dtype: Any = None, axis: int = 0) -> Any:
+    """Numbers spaced evenly on a log scale from `start` to `stop` (of one sign)."""
+    from transpiler.numpy.math import log10, sign  # math builds on this module
+    from transpiler.numpy.shape import moveaxis
+    target = _canonical(dtype) or dtypes.to_inexact(
+        dtypes.promote((abstractify(start).dtype, False), (abstractify(stop).dtype, False))[0])
+    compute = dtypes.to_inexact(target)
+    start_a, stop_a = astype(asarray(start), compute), astype(asarray(stop), compute)
+    s = sign(start_a)
+    out = s * logspace(log10(start_a / s), log10(stop_a / s), num, endpoint=endpoint,
+                       base=10.0, dtype=compute, axis=0)
+    if axis != 0 and out.ndim > 1:
+        out = moveaxis(out, 0, axis)
+    return astype(out, target)
+
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    """An array of the values in a bytes-like `buffer` (copied; NumPy reads it)."""
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    """An array of the numbers in a text `string` separated by `sep`."""
+    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+    """Not provided, as in JAX: consuming an iterator is a side effect."""
+    raise NotImplementedError(
+        "jnp.fromiter() is not implemented because it may be non-pure and thus unsafe for "
+        "use with JIT and other JAX transformations. Consider using "
+        "jnp.asarray(np.fromiter(...)) instead.")
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Any:
+    """An array from an object with the DLPack protocol (``__dlpack__``), read on the
+    host."""
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not support the DLPack "
+                        "protocol (no __dlpack__ method)")
+    return asarray(np.from_dlpack(x))

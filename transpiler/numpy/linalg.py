@@ -28,9 +28,10 @@ from transpiler.primitives.core import broadcast_shapes as core_broadcast
 from transpiler.numpy.products import matmul, outer, tensordot, trace
 from transpiler.lax import linalg as la
 
-__all__ = ["cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul",
-           "matrix_norm", "matrix_power", "matrix_rank", "norm", "outer", "pinv", "qr",
-           "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq",
+           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+           "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+           "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
 
 
 def _as_inexact(x: Any, op: str) -> Any:
@@ -392,3 +393,79 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
         if builtins.int(np.asarray(rank)) < n or m <= n:
             resid = asarray(np.zeros(0, dtype))
     return (reshape(x, (n,)) if vector else x), resid, rank, s
+
+
+# --- the array API's and NumPy's small linalg functions ------------------------------------
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """``linalg.cross``: the cross product of 3-vectors along `axis`."""
+    from transpiler.numpy.differences import cross as cross_product
+    for x in (x1, x2):
+        shape = abstractify(x, 0, "linalg.cross").shape
+        if not shape or shape[normalize_axis(axis, len(shape), "linalg.cross")] != 3:
+            raise shape_error(f"linalg.cross: both inputs need size 3 along axis {axis}, got "
+                              f"shapes {abstractify(x1).shape} and {abstractify(x2).shape}")
+    return cross_product(x1, x2, axis=axis)
+
+
+def diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """``linalg.diagonal``: the diagonal of the last two axes."""
+    from transpiler.numpy.matrices import diagonal as diagonal_of
+    if abstractify(x, 0, "linalg.diagonal").ndim < 2:
+        raise shape_error("linalg.diagonal: needs at least 2 dimensions, got "
+                          f"{abstractify(x).shape}")
+    return diagonal_of(x, offset, axis1=-2, axis2=-1)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """``linalg.matrix_transpose``: the last two axes swapped."""
+    if abstractify(x, 0, "linalg.matrix_transpose").ndim < 2:
+        raise shape_error("linalg.matrix_transpose: needs at least 2 dimensions, got "
+                          f"{abstractify(x).shape}")
+    return swapaxes(x, -1, -2)
+
+
+def multi_dot(arrays: Sequence[Any], *, precision: Any = None) -> Any:
+    """``linalg.multi_dot``: the product of the matrices, left to right (a 1-d first
+    array is a row, a 1-d last one a column, as in NumPy)."""
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"linalg.multi_dot: needs at least 2 arrays, got {len(arrays)}")
+    ndims = [abstractify(a, i, "linalg.multi_dot").ndim for i, a in enumerate(arrays)]
+    if builtins.any(n != 2 for n in ndims[1:-1]) or ndims[0] not in (1, 2) \
+            or ndims[-1] not in (1, 2):
+        raise shape_error(f"linalg.multi_dot: the arrays must be 2-d (1-d at the ends), got "
+                          f"ranks {ndims}")
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = matmul(out, a)
+    return out
+
+
+def tensorinv(a: Any, ind: int = 2) -> Any:
+    """``linalg.tensorinv``: the inverse of `a` as a map from its first `ind` axes to the
+    rest."""
+    shape = abstractify(a, 0, "linalg.tensorinv").shape
+    if not isinstance(ind, int) or ind <= 0:
+        raise ValueError(f"linalg.tensorinv: ind must be a positive integer, got {ind!r}")
+    rows, cols = int(np.prod(shape[:ind])), int(np.prod(shape[ind:]))
+    if rows != cols:
+        raise shape_error(f"linalg.tensorinv: the first {ind} axes of {shape} hold {rows} "
+                          f"elements and the rest {cols}; they must be equal")
+    return reshape(inv(reshape(a, (rows, cols))), (*shape[ind:], *shape[:ind]))
+
+
+def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
+    """``linalg.tensorsolve``: `x` with ``tensordot(a, x, x.ndim) == b``."""
+    a_shape = abstractify(a, 0, "linalg.tensorsolve").shape
+    if axes is not None:
+        axes = normalize_axes(axes, len(a_shape), "linalg.tensorsolve")
+        a = moveaxis(a, axes, tuple(range(len(a_shape) - len(axes), len(a_shape))))
+        a_shape = abstractify(a).shape
+    b_shape = abstractify(b, 1, "linalg.tensorsolve").shape
+    out_shape = a_shape[len(b_shape):]
+    rows, cols = int(np.prod(b_shape)), int(np.prod(out_shape))
+    if a_shape[:len(b_shape)] != b_shape or rows != cols:
+        raise shape_error(f"linalg.tensorsolve: a {a_shape} must start with b's shape "
+                          f"{b_shape} and be square as a matrix ({rows} x {cols})")
+    return reshape(solve(reshape(a, (rows, cols)), reshape(b, (rows,))), out_shape)

@@ -1,5 +1,5 @@
 """NaN-ignoring reductions: nansum, nanprod, nanmean, nanmax, nanmin, nanvar, nanstd,
-nanargmax, nanargmin. NaNs are replaced by the reduction's neutral value first."""
+nanargmax, nanargmin, nancumsum, nancumprod. NaNs are replaced by the reduction's neutral value first."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.numpy.reductions import (
-    _axes, _canonical, _cast, _no_out, all, argmax, argmin, max, mean, min, prod, sum, var)
+    _axes, _canonical, _cast, _no_out, all, argmax, argmin, cumprod, cumsum, max, mean, min, prod,
+    sum, var)
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reductions as red
 from transpiler.primitives.core import abstractify
 
-__all__ = ["nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd",
-           "nansum", "nanvar"]
+__all__ = ["nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin",
+           "nanprod", "nanstd", "nansum", "nanvar"]
 
 
 # --- NaN-ignoring variants ---------------------------------------------------------------
@@ -120,3 +121,12 @@ def nanargmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False
     _no_out(out, "nanargmin")
     return _nan_arg("min", "nanargmin", a, axis, keepdims)
 
+
+def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    """The cumulative sum along `axis` (None: flattened), NaNs counting as 0."""
+    return cumsum(_without_nan(a, 0), axis, dtype, out)
+
+
+def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    """The cumulative product along `axis` (None: flattened), NaNs counting as 1."""
+    return cumprod(_without_nan(a, 1), axis, dtype, out)

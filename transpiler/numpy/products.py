@@ -13,12 +13,14 @@ from transpiler import dtypes
 from transpiler.numpy.creation import astype, eye, ones
 from transpiler.numpy.complex_numbers import conj
 from transpiler.numpy.math import multiply, where
-from transpiler.numpy.shape import broadcast_to, reshape, transpose
+from transpiler.numpy.reductions import sum as _reduce_sum
+from transpiler.numpy.shape import broadcast_to, moveaxis, reshape, transpose
 from transpiler.primitives.core import (ShapedArray, abstractify, broadcast_shapes,
                                         normalize_axis, promote_avals, shape_error)
 from transpiler.primitives.dot import check_dot_shapes, dot_general as _dot_general_p
 
-__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "trace"]
+__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "trace",
+           "matvec", "vecmat", "vecdot", "einsum_path"]
 
 
 def _dot(op: str, a: Any, b: Any, contracting: tuple[Sequence[int], Sequence[int]],
@@ -329,3 +331,53 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = "optimal", precision
     if preferred_element_type is not None:
         result = astype(result, preferred_element_type)
     return result
+
+
+# --- the array API's vector products -----------------------------------------------------
+
+def matvec(x1: Any, x2: Any, /) -> Any:
+    """Matrix-vector products over stacks: ``x1 (..., M, N) @ x2 (..., N) -> (..., M)``."""
+    av1, av2 = abstractify(x1, 0, "matvec"), abstractify(x2, 1, "matvec")
+    if av1.ndim < 2 or av2.ndim < 1:
+        raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
+                         f"{av1.shape} and {av2.shape}")
+    out = matmul(x1, reshape(x2, (*av2.shape, 1)))
+    return reshape(out, abstractify(out).shape[:-1])
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    """Vector-matrix products over stacks: ``conj(x1) (..., M) @ x2 (..., M, N) ->
+    (..., N)``."""
+    av1, av2 = abstractify(x1, 0, "vecmat"), abstractify(x2, 1, "vecmat")
+    if av1.ndim < 1 or av2.ndim < 2:
+        raise ValueError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got shapes "
+                         f"{av1.shape} and {av2.shape}")
+    out = matmul(reshape(conj(x1), (*av1.shape[:-1], 1, av1.shape[-1])), x2)
+    shape = abstractify(out).shape
+    return reshape(out, (*shape[:-2], shape[-1]))
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
+    """The conjugate dot product ``sum(conj(x1) * x2)`` along `axis`, broadcasting the
+    other axes."""
+    av1, av2 = abstractify(x1, 0, "vecdot"), abstractify(x2, 1, "vecdot")
+    if av1.ndim == 0 or av2.ndim == 0 or av1.shape[axis] != av2.shape[axis]:
+        raise ValueError(f"axes must match; got shapes {av1.shape} and {av2.shape} with "
+                         f"axis={axis}")
+    product = multiply(conj(moveaxis(x1, axis, -1)), moveaxis(x2, axis, -1))
+    out = _reduce_sum(product, axis=-1)
+    target = _preferred(preferred_element_type)
+    return out if target is None else astype(out, target)
+
+
+def einsum_path(subscripts: str, /, *operands: Any,
+                optimize: Any = "auto") -> tuple[list, str]:
+    """The contraction order `einsum` could use (NumPy's ``einsum_path`` on the operands'
+    shapes): the list of contracted operand pairs, and NumPy's report as a string."""
+    if optimize is True or optimize == "auto":
+        optimize = "greedy"
+    shapes = [np.broadcast_to(np.zeros((), abstractify(op).dtype), abstractify(op).shape)
+              for op in operands]
+    path, report = np.einsum_path(subscripts, *shapes, optimize=optimize)
+    return [tuple(step) for step in path[1:]], report

@@ -413,3 +413,10 @@ def _sub(tree: Any, k: Any) -> Any:
 
 def _zip_dict(pairs: dict) -> tuple[dict, dict]:
     return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
+
+
+# jnp.vectorize, apply_along_axis and fromfunction map with vmap, as JAX's do; the array
+# library sits below the transforms, so it is handed the function here
+from transpiler.numpy import functional as _numpy_functional  # noqa: E402
+
+_numpy_functional.install_vmap(vmap)

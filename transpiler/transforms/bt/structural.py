@@ -277,7 +277,21 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                        k_dims)
     elif not traced.readable(target(f)) and not isinstance(f, Primitive):
         return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
-    elif isinstance(f, types.FunctionType) and not closures.is_closure(f):
+    elif closures.is_closure(f):  # its code, its closed-over values first (unbatched)
+        free = closures._free_params(f)
+        names = closures.free_names(free) + closures._arg_names(f, len(call_args))
+        values = closures.free_values(free, call_args)
+        closure_active = closures.active_names(names, values)
+        if not closure_active:
+            return (None,) * len(call_args), None
+        generated = closures.closure_vjp_function(f, closure_active)
+        keyword = getattr(generated, "cotangent_param", "_out_bar")
+        k, n = len(free), len(call_args)
+        out, out_dims = bt.call(generated, tuple(values), (None,) * k + a_dims,
+                                {**call_kwargs, keyword: g}, {**k_dims, keyword: g_dims})
+        bars, bars_dims = bt.getitem(out, out_dims, 1, None)
+        return tuple(bars)[k:k + n], tuple(_sub(bars_dims, i) for i in range(k, k + n))
+    elif isinstance(f, types.FunctionType):
         active = rh.active_params(f, rh._active_flags(call_args, activity))
         if not active:
             return (None,) * len(call_args), None
