@@ -237,9 +237,15 @@ def call_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.Arg],
     """`call_args`: the arguments the VJP of a function is called with, if not `args`."""
     positional = [a for a in args if a.keyword is None]
     if any(a.star for a in args):
-        if isinstance(fn, Primitive) and fn.vjp is not None and fn.vjp.variadic and \
-                len(fn.vjp.operands) == 1 and len(positional) == 1 and positional[0].star == "*":
+        template = fn.vjp if isinstance(fn, Primitive) else None
+        if template is not None and template.variadic and len(template.operands) == 1 and \
+                len(positional) == 1 and positional[0].star == "*":
             return star_rule(gen, fn, positional[0].value, args, t)
+        if template is not None and template.variadic and \
+                len(positional) == len(template.operands) and positional[-1].star == "*" and \
+                sum(1 for a in args if a.star) == 1 and not template.has_bar(template.operands[-1]):
+            # prim(x, *indices): the starred rest takes no cotangent (dynamic_slice's starts)
+            return template_rule(gen, stmt, fn, positional, args, t)
         raise gen.error(stmt, "star-arguments in a differentiated call are not supported yet")
     if isinstance(fn, Primitive):
         return template_rule(gen, stmt, fn, positional, args, t)
@@ -273,6 +279,9 @@ def template_rule(gen: Any, stmt: cst.BaseStatement, prim: Primitive, positional
         operand = template.operands[-1]
         rest = positional[len(fixed):]
         mapping[operand] = cst.List([cst.Element(a.value) for a in rest])
+        if len(rest) == 1 and rest[0].star == "*":  # prim(x, *rest): the list itself
+            mapping[operand] = parse_template_expression("list({r})", r=rest[0].value)
+            rest = []
         if any(_active_name(gen, a.value) for a in rest):
             temp = gen.tmp()
             keep_targets[f"{operand}_bar"] = temp
