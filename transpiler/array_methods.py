@@ -5,7 +5,7 @@ JAX's semantics and the same code runs eagerly and under `jit`."""
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from transpiler.errors import located
@@ -62,9 +62,8 @@ class Abstract:
 
     __slots__ = ()
 
-    def _concrete(self, what: str, kind: str) -> Exception:
-        """The error for `what`, of the `errors.CONCRETE_ERRORS` class of `kind`."""
-        raise NotImplementedError
+    # Each stand-in's error for `what`, of the `errors.CONCRETE_ERRORS` class of `kind`.
+    _concrete: Callable[[str, str], Exception]
 
     def __bool__(self) -> bool:
         raise self._concrete("Python `if`/`while`/`and`/`or` (bool())", "bool")
