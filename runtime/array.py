@@ -97,6 +97,21 @@ def element_type_for(dtype: np.dtype) -> Any:
     return et
 
 
+_DTYPES_BY_CODE: dict[int, np.dtype] = {int(et): d for d, et in _ELEMENT_TYPES.items()}
+# Signless integers (how a compiled module types i8...i64 it computes) read as signed.
+_DTYPES_BY_CODE.update({int(getattr(_ET, f"INT_{bits}")): np.dtype(f"int{bits}")
+                        for bits in (8, 16, 32, 64)})
+
+
+def dtype_for_element_type(element_type: Any) -> np.dtype:
+    """The NumPy dtype of a HAL element type; TypeError if it has none here."""
+    found = _DTYPES_BY_CODE.get(int(element_type))
+    if found is None:
+        raise TypeError(f"HAL element type {int(element_type):#x} has no NumPy dtype here; "
+                        f"supported dtypes: {_supported_names()}")
+    return found
+
+
 def native_host(host: np.ndarray) -> np.ndarray:
     """Return ``host`` in native byte order and C-contiguous layout."""
     if host.dtype.byteorder == ">":  # IREE buffers are little-endian / native.

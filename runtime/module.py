@@ -21,19 +21,17 @@ import numpy as np
 import iree.runtime as rt
 
 from .array import (
-    SUPPORTED_DTYPES,
     DeviceArray,
-    element_type_for,
+    dtype_for_element_type,
     host_to_buffer_view,
 )
-from .callbacks import debug_sink
+from .callbacks import HOST_MODULE, debug_sink, host_module, raised_in_host_function
 from .device import Device, default_device
 from .signature import TensorSpec, parse_declaration
 
 __all__ = ["Function", "Module", "TensorSpec", "load", "parse_declaration"]
 
 _PY_SCALARS = (bool, int, float, complex)
-_DTYPE_BY_ELEMENT_TYPE = {int(element_type_for(d)): d for d in SUPPORTED_DTYPES}
 
 
 # ------------------------------------------------------------- Function
@@ -102,6 +100,9 @@ class Function:
         try:
             self._context.invoke(self._vm_function, args, rets)
         except Exception as e:
+            raised = raised_in_host_function()  # (a callback's own error, as it is)
+            if raised is not None:
+                raise raised from None
             raise RuntimeError(f"{self.name}() failed in IREE: {e}") from e
 
     def __call__(self, *args: Any) -> Any:
@@ -177,7 +178,7 @@ class Function:
             if shape is None:
                 shape = tuple(bv.shape)
             if dtype is None:
-                dtype = _DTYPE_BY_ELEMENT_TYPE[int(bv.element_type)]
+                dtype = dtype_for_element_type(bv.element_type)
             results.append(wrap(bv, device, dtype, shape))
         return results[0] if n == 1 else tuple(results)
 
@@ -220,14 +221,21 @@ class Module:
         self.source = source
         self.array_class = array_class
         self._vm_module = vm_module
+        modules = [_hal_module(self.devices), vm_module]
+        host = host_module(device.hal)  # (runtime/callbacks.py)
+        if host is not None:
+            modules.insert(1, host)
         try:
-            self._context = rt.VmContext(
-                device.instance, [_hal_module(self.devices), vm_module]
-            )
+            self._context = rt.VmContext(device.instance, modules)
         except Exception as e:
             where = device if len(self.devices) == 1 else list(self.devices)
+            hint = ""
+            if HOST_MODULE in str(e):
+                hint = ("; it calls a host function (jax.pure_callback / io_callback) that "
+                        "only the process which traced it can provide: build and run it "
+                        "in one process with jit")
             raise ValueError(
-                f"IREE module {source} cannot be loaded on {where!r}: {e}"
+                f"IREE module {source} cannot be loaded on {where!r}: {e}{hint}"
             ) from e
         self._names = tuple(
             n for n in vm_module.function_names if not n.startswith("__")

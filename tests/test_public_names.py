@@ -64,10 +64,10 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                            "transfer_guard_host_to_device jax2tf_associative_scan_reductions "
                            "softmax_custom_jvp thread_guard"),
         **_reasons(INTERNAL, "ad api_util core interpreters lib stages typing ops "
-                             "experimental export ffi dlpack profiler monitoring memory "
+                             "export ffi dlpack profiler monitoring memory "
                              "custom_batching custom_derivatives make_user_context "
                              "live_arrays effects_barrier"),
-        **_reasons(NOT_YET, "closure_convert custom_gradient pure_callback float0 "
+        **_reasons(NOT_YET, "closure_convert custom_gradient float0 "
                             "copy_to_host_async fwd_and_bwd ds image"),
     },
     "jax.numpy": {

@@ -19,7 +19,8 @@ from transpiler.api_helpers import (block_until_ready, default_backend,
                                     named_scope, print_environment_info, process_count,
                                     process_index, process_indices, typeof)
 from transpiler.jaxpr import make_jaxpr
-from transpiler import ad_checkpoint, debug, flatten_util  # noqa: F401
+from transpiler.host_callbacks import pure_callback
+from transpiler import ad_checkpoint, debug, experimental, flatten_util  # noqa: F401
 from transpiler.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from transpiler.transforms.reverse.api import grad, value_and_grad, vjp
 from transpiler.transforms.reverse.custom_vjp import custom_vjp
@@ -42,4 +43,5 @@ __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError
            "host_ids", "jacobian", "local_devices", "named_call", "named_scope", "process_count",
            "process_index", "process_indices", "typeof", "ad_checkpoint", "checkpoint",
            "checkpoint_policies", "clear_caches", "debug", "default_matmul_precision", "enable_x64",
-           "linear_transpose", "remat", "errors", "make_jaxpr", "print_environment_info", "flatten_util"]
+           "linear_transpose", "remat", "errors", "make_jaxpr", "print_environment_info", "flatten_util",
+           "pure_callback", "experimental"]

@@ -14,13 +14,13 @@ with the handler.
 from __future__ import annotations
 
 import builtins
-import hashlib
 from typing import Any, Callable
 
 import numpy as np
 
 from transpiler import tree_util
 from transpiler.errors import located
+from transpiler.host_callbacks import as_numpy, digest
 from transpiler.primitives import core
 
 __all__ = ["print", "callback"]
@@ -65,7 +65,7 @@ def _run_or_stage(handler: Callable[[Any, Any], None], args: tuple, kwargs: dict
     leaves, tree = tree_util.tree_flatten((args, kwargs))
     trace = core.trace_stack[-1] if core.trace_stack else None
     if trace is None:
-        handler(*tree_util.tree_unflatten(tree, [_as_numpy(leaf) for leaf in leaves]))
+        handler(*tree_util.tree_unflatten(tree, [as_numpy(leaf) for leaf in leaves]))
         return
     from transpiler.lowering.tracer import Trace, Tracer
     if not isinstance(trace, Trace):
@@ -73,7 +73,7 @@ def _run_or_stage(handler: Callable[[Any, Any], None], args: tuple, kwargs: dict
                       "is not jit's (a callee traced for its derivative or batching)",
                       "call it in the jitted function itself, or eagerly")
     traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
-    kept = {i: _as_numpy(leaf) for i, leaf in enumerate(leaves) if i not in traced}
+    kept = {i: as_numpy(leaf) for i, leaf in enumerate(leaves) if i not in traced}
     dtypes = [leaves[i].aval.dtype for i in traced]
 
     def run(arrays: list[np.ndarray]) -> None:
@@ -81,14 +81,7 @@ def _run_or_stage(handler: Callable[[Any, Any], None], args: tuple, kwargs: dict
         values.update(zip(traced, (a.astype(d, copy=False) for a, d in zip(arrays, dtypes))))
         handler(*tree_util.tree_unflatten(tree, [values[i] for i in range(len(leaves))]))
 
-    digest = hashlib.sha256(repr((tree, traced, dtypes)).encode())
-    for i, value in sorted(kept.items(), key=lambda kv: kv[0]):
-        array = np.asarray(value) if isinstance(value, np.ndarray) else None
-        digest.update(repr((i, value) if array is None or array.dtype == object else
-                           (i, array.dtype.str, array.shape)).encode())
-        if array is not None and array.dtype != object:
-            digest.update(array.tobytes())
-    key = f"{label} #{digest.hexdigest()[:16]}"
+    key = f"{label} #{digest((tree, traced, dtypes), kept)[:16]}"
     import runtime.callbacks
     runtime.callbacks.register(key, run)
     _stage_trace(trace, key, [leaves[i] for i in traced])
@@ -108,8 +101,3 @@ def _stage_trace(trace: Any, key: str, tracers: list) -> None:
         ir.Operation.create("flow.tensor.trace", operands=operands, attributes={
             "key": ir.StringAttr.get(key),
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(operands), 0])})
-
-
-def _as_numpy(leaf: Any) -> Any:
-    to_numpy = getattr(leaf, "__array__", None)
-    return to_numpy() if to_numpy is not None and hasattr(leaf, "aval") else leaf

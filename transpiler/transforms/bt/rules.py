@@ -140,6 +140,62 @@ def _per_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) 
     return None, None
 
 
+def _host_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``pure_callback`` batched by its ``vmap_method``, as JAX batches it: once per batch
+    element (``sequential``), or once with the batch axis first and the unbatched arguments
+    given a size-1 axis (``expand_dims``), broadcast (``broadcast_all``) or left as they
+    are (``legacy_vectorized``). An unordered ``io_callback`` runs once per element."""
+    if bt.batched(dims[0]):
+        raise TranspileError(f"{fn.__name__}: the callback cannot be batched",
+                             user_location(), "close over the batched values instead")
+    method = kwargs.get("vmap_method", "sequential" if fn.__name__ == "io_callback" else None)
+    if fn.__name__ == "io_callback" and kwargs.get("ordered"):
+        raise TranspileError("io_callback(ordered=True) cannot be batched: vmap has no order "
+                             "among its elements", user_location(), "use ordered=False")
+    if method is None:
+        raise TranspileError(f"{fn.__name__} under vmap needs a vmap_method: how the "
+                             "callback takes a batch", user_location(),
+                             "pass vmap_method='sequential' (one call per element), "
+                             "'expand_dims' or 'broadcast_all' (one call, batch axis first)")
+    from transpiler.array import ShapeDtypeStruct
+    callback = args[0]
+    shapes = tree_util.tree_map(  # (a batched array stands for one element's shape)
+        lambda a, d: ShapeDtypeStruct(a.shape if d.dim is None else
+                                      a.shape[:d.dim] + a.shape[d.dim + 1:], a.dtype),
+        args[1], full_dims(args[1], dims[1]))
+    keys = [k for k in kwargs if k not in ("vmap_method", "sharding", "ordered")]
+    values, value_dims = (args[2:], {k: kwargs[k] for k in keys}), \
+        (dims[2:], {k: kwdims.get(k) for k in keys})
+    leaves, tree = tree_util.tree_flatten(values)
+    leaf_dims = [d.dim for d in tree.flatten_up_to(full_dims(values, value_dims))]
+    size = bt.batch_size()
+    options = {k: v for k, v in kwargs.items() if k not in keys}
+    shape_leaves, shape_tree = tree_util.tree_flatten(shapes)
+
+    def call(leaves: list, shapes: Any) -> list:
+        args, kwargs = tree.unflatten(leaves)
+        return tree_util.tree_leaves(fn(callback, shapes, *args, **kwargs, **options))
+
+    if method.startswith("sequential"):
+        per_element = [call([leaf if d is None else jnp.take(leaf, b, axis=d)
+                             for leaf, d in zip(leaves, leaf_dims)], shapes)
+                       for b in range(size)]
+        outs = [jnp.stack(parts) for parts in zip(*per_element)] if per_element else []
+    else:
+        def front(leaf: Any, d: Any) -> Any:
+            if d is not None:
+                return jnp.moveaxis(leaf, d, 0)
+            if method == "legacy_vectorized":
+                return leaf
+            leaf = jnp.asarray(leaf)
+            return leaf[None] if method == "expand_dims" else \
+                jnp.broadcast_to(leaf, (size, *jnp.shape(leaf)))
+        batched_shapes = shape_tree.unflatten([ShapeDtypeStruct((size, *s.shape), s.dtype)
+                                               for s in shape_leaves])
+        outs = call([front(leaf, d) for leaf, d in zip(leaves, leaf_dims)], batched_shapes)
+    return shape_tree.unflatten(outs), shape_tree.unflatten([0] * len(outs))
+
+
 def _special(fn: Any) -> Any:
     if isinstance(fn, bt.Method):
         return _method
@@ -160,6 +216,8 @@ def _special(fn: Any) -> Any:
         return _vmap_of_closure
     if getattr(fn, "host_callback", False):  # jax.debug.print, debug.callback
         return _per_element
+    if getattr(fn, "host_call", False):  # jax.pure_callback, io_callback
+        return _host_call
     global _HELPERS
     if not _HELPERS:
         _HELPERS = rules()
