@@ -108,6 +108,55 @@ def test_policies_recompute_and_keep_the_derivatives(policy):
     _close(jax.jit(jax.grad(loss))(W, X), jax.grad(plain_loss)(W, X))
 
 
+def _counts(loss):
+    """(matrix products staged, sines and tanhs left after IREE's optimizations) in
+    ``jit(grad(loss))``."""
+    lowered = jax.jit(jax.grad(loss)).lower(W, X)
+    flow = lowered.as_text("flow")
+    return lowered.as_text().count("dot_general"), flow.count(".sin"), flow.count(".tanh")
+
+
+def sine_block(x, w):
+    return jnp.tanh(jnp.sin(x @ w))
+
+
+def named_block(x, w):
+    return jnp.tanh(checkpoint_name(jnp.sin(x @ w), "hidden"))
+
+
+def test_a_policy_saves_what_it_names_and_recomputes_the_rest():
+    # Two blocks. Plain: 2 products forward, 4 backward; each sin and tanh once.
+    policies = jax.checkpoint_policies
+    assert _counts(stack(sine_block)) == (6, 2, 2)
+    assert _counts(stack(jax.checkpoint(sine_block))) == (8, 4, 4)  # everything again
+    # the products stored, the sines and tanhs after them computed again
+    assert _counts(stack(jax.checkpoint(sine_block, policy=policies.dots_saveable))) == \
+        (6, 4, 4)
+    # the named sine stored: the tanh after it computed again (the product and sine
+    # staged before it are dead code the compiler drops)
+    assert _counts(stack(jax.checkpoint(
+        named_block, policy=policies.save_only_these_names("hidden"))))[1:] == (2, 4)
+    assert _counts(stack(jax.checkpoint(
+        named_block, policy=policies.save_only_these_names("other")))) == (8, 4, 4)
+    # a policy of the user's, JAX's signature: the sines stored
+    def sines(prim, *avals, **params):
+        return prim.name == "sin" and avals[0].shape == (3, 4)
+    assert _counts(stack(jax.checkpoint(sine_block, policy=sines)))[1:] == (2, 4)
+    want = jax.grad(stack(sine_block))(W, X)
+    for policy in (policies.dots_saveable, sines, policies.save_only_these_names("hidden")):
+        loss = stack(jax.checkpoint(named_block, policy=policy))
+        _close(jax.jit(jax.grad(loss))(W, X), want)
+        _close(jax.grad(loss)(W, X), want)
+
+
+def test_the_generated_code_names_the_policy():
+    loss = stack(jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable))
+    assert "ad.recompute(x_1, 'dots_saveable')" in jax.grad(loss).source
+    named = jax.checkpoint_policies.save_only_these_names("b", "a")
+    loss = stack(jax.checkpoint(block, policy=named))
+    assert "ad.recompute(w, 'save_only_these_names(a, b)')" in jax.grad(loss).source
+
+
 def test_named_policies_and_checkpoint_name():
     @jax.checkpoint(policy=jax.checkpoint_policies.save_only_these_names("hidden"))
     def named(x, w):

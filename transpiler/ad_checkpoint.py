@@ -11,11 +11,14 @@ barrier under ``jit``, so the compiler cannot merge the recomputation with the p
 and store the intermediates after all (JAX's ``prevent_cse``, on by default).
 
 Policies: ``everything_saveable`` (and ``prevent_cse=False``) keep the plain call, whose
-intermediates the compiler may share with the primal pass; every other policy recomputes
-the whole block (saving nothing, the most memory a policy can save). The policies that
-name what to save (``dots_saveable``, ``save_only_these_names`` ...) are accepted, checked
-and recompute all of it: values and derivatives are the same, the memory is at most the
-policy's.
+intermediates the compiler may share with the primal pass; ``nothing_saveable`` (and no
+policy) recompute the whole block. The others save what they name, as JAX does: under
+``jit`` the recomputation takes the primal pass's result of each operation the policy
+saves -- ``dots_saveable``'s matrix products, ``save_only_these_names``' values named by
+``checkpoint_name`` -- and computes the rest again (generated code:
+``ad.recompute(x, "dots_saveable")``; transforms/ad/remat.py). A policy is a predicate
+``policy(prim, *avals, **params)``, JAX's form, so a policy of the user's works too.
+Eagerly a policy changes nothing: nothing is stored or shared.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import inspect
 from typing import Any, Callable, Optional
 
 from transpiler.errors import located
+from transpiler.transforms.ad import remat as recomputation
+from transpiler.transforms.ad.remat import checkpoint_name
 from transpiler.transforms.common.generated import ModuleCode, Staged
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies"]
@@ -43,6 +48,8 @@ class Checkpointed(Staged):
         # Whether reverse mode recomputes behind a barrier (else the compiler may share
         # the primal pass's intermediates).
         self.recomputes = bool(prevent_cse) and policy is not _always
+        # What generated code calls the policy, when it saves anything.
+        self.policy_name = None if policy in (None, _never) else recomputation.policy_name(policy)
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -71,8 +78,8 @@ class Checkpointed(Staged):
     @property
     def code_options(self) -> str:
         """What code generated for a caller depends on (cached code keys on it)."""
-        return f"[recomputes={self.recomputes}, static={self.static_argnums}, " \
-               f"{self.static_argnames}]"
+        return f"[recomputes={self.recomputes}, policy={self.policy_name}, " \
+               f"static={self.static_argnums}, {self.static_argnames}]"
 
     def __repr__(self) -> str:
         return f"checkpoint({getattr(self._fun, '__qualname__', self._fun)})"
@@ -151,13 +158,9 @@ def _refuse_effects(fun: Callable) -> None:
                           "debug printing out of the checkpointed function")
 
 
-def checkpoint_name(x: Any, name: str) -> Any:
-    """``jax.ad_checkpoint.checkpoint_name``: `x` itself, named for the ``*_names``
-    policies."""
-    if not isinstance(name, str):
-        raise located(TypeError, f"checkpoint_name: name must be a str, got "
-                      f"{type(name).__name__}")
-    return x
+def _named(policy: Callable[..., bool], name: str) -> Callable[..., bool]:
+    policy.policy_name = name  # type: ignore[attr-defined]  # (transforms/ad/remat.py)
+    return policy
 
 
 def _never(*_: Any, **__: Any) -> bool:
@@ -177,31 +180,61 @@ def _dot_without_batch(prim: Any, *_: Any, **params: Any) -> bool:
     return _dot(prim) and not lhs_batch
 
 
-def _names(*names: str) -> Callable[..., bool]:
+def _name_checks(names: tuple) -> tuple[str, ...]:
     for name in names:
         if not isinstance(name, str):
             raise located(TypeError, f"checkpoint policy names must be str, got {name!r}")
-    return _never
+    return tuple(names)
+
+
+def _only_names(*names: str) -> Callable[..., bool]:
+    chosen = frozenset(_name_checks(names))
+    return _named(lambda prim, *_, **params: prim is recomputation.NAME and params["name"] in chosen,
+                  f"save_only_these_names({', '.join(sorted(chosen))})")
+
+
+def _names_but(*names: str) -> Callable[..., bool]:
+    """Values named by checkpoint_name, except these."""
+    chosen = frozenset(_name_checks(names))
+    return _named(lambda prim, *_, **params: prim is recomputation.NAME and
+                  params["name"] not in chosen,
+                  f"save_any_names_but_these({', '.join(sorted(chosen))})")
+
+
+def _anything_but(*names: str) -> Callable[..., bool]:
+    """Every result, except values named by checkpoint_name with these names."""
+    chosen = frozenset(_name_checks(names))
+    return _named(lambda prim, *_, **params: not (prim is recomputation.NAME and
+                                                  params["name"] in chosen),
+                  f"save_anything_except_these_names({', '.join(sorted(chosen))})")
+
+
+for _policy, _policy_name in ((_always, "everything_saveable"), (_never, "nothing_saveable"),
+                              (_dot, "dots_saveable"),
+                              (_dot_without_batch, "dots_with_no_batch_dims_saveable")):
+    _named(_policy, _policy_name)
 
 
 class checkpoint_policies:  # noqa: N801 (JAX's name for this namespace)
-    """``jax.checkpoint_policies``: which intermediates a checkpointed function may store
-    (predicates over a primitive and its parameters). Accepted by `checkpoint`, which
-    stores what its derivative code needs whatever the policy."""
+    """``jax.checkpoint_policies``: which intermediates a checkpointed function stores
+    for its derivative instead of computing them again (predicates over a primitive, its
+    operands' avals and its parameters; see the module docstring)."""
 
     everything_saveable = staticmethod(_always)
     nothing_saveable = staticmethod(_never)
     dots_saveable = checkpoint_dots = staticmethod(_dot)
     dots_with_no_batch_dims_saveable = staticmethod(_dot_without_batch)
     checkpoint_dots_with_no_batch_dims = staticmethod(_dot_without_batch)
-    save_only_these_names = staticmethod(_names)
-    save_any_names_but_these = staticmethod(_names)
-    save_anything_except_these_names = staticmethod(_names)
+    save_only_these_names = staticmethod(_only_names)
+    save_any_names_but_these = staticmethod(_names_but)
+    save_anything_except_these_names = staticmethod(_anything_but)
 
     @staticmethod
     def save_from_both_policies(left: Callable[..., bool],
                                 right: Callable[..., bool]) -> Callable[..., bool]:
-        return lambda *args, **kwargs: left(*args, **kwargs) or right(*args, **kwargs)
+        return _named(lambda *args, **kwargs: left(*args, **kwargs) or right(*args, **kwargs),
+                      f"save_from_both_policies({recomputation.policy_name(left)}, "
+                      f"{recomputation.policy_name(right)})")
 
     @staticmethod
     def save_and_offload_only_these_names(*, names_which_can_be_saved: Any = (),
@@ -209,7 +242,8 @@ class checkpoint_policies:  # noqa: N801 (JAX's name for this namespace)
                                           offload_src: str = "device",
                                           offload_dst: str = "pinned_host"
                                           ) -> Callable[..., bool]:
-        return _names(*names_which_can_be_saved, *names_which_can_be_offloaded)
+        # (offloading to host memory is saving, to IREE: it has one memory space here)
+        return _only_names(*names_which_can_be_saved, *names_which_can_be_offloaded)
 
     @staticmethod
     def offload_dot_with_no_batch_dims(offload_src: str = "device",

@@ -115,6 +115,14 @@ class Trace:
     that generated derivative code repeats (a callee's ``vjp_*`` recomputes its primal
     output) before IREE sees them. An application whose operands are all known is computed
     here and staged as a constant (constant folding, lowering/fold.py).
+
+    Recomputation (``jax.checkpoint``): the derivative code of a checkpointed function runs
+    it again on its arguments behind an optimization barrier, so none of this sharing
+    happens and its intermediates are computed twice instead of stored. With a policy
+    (``checkpoint_policies.dots_saveable`` ...) each barrier output is `recomputed`, paired
+    with the primal pass's value; an operation on such values is paired the same way with
+    the primal pass's application, and where the policy saves that primitive the primal
+    pass's result is used instead of a second computation: the value is stored.
     """
 
     def __init__(self, block: ir.Block, parent: "Optional[Trace]" = None,
@@ -129,6 +137,9 @@ class Trace:
         # (prim, operands, params) -> result; keeps operands alive. A region sees (and may
         # reuse) what its enclosing blocks computed; what it computes stays its own.
         self.memo: Any = {} if parent is None else ChainMap({}, parent.memo)
+        # id(recomputed value) -> (it, the primal pass's value, the checkpoint's policy)
+        self.recomputed: dict[int, tuple[Tracer, Any, Any]] = \
+            {} if parent is None else parent.recomputed
 
     def emit(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
              out_aval: Any, params: dict[str, Any]) -> Any:
@@ -137,12 +148,65 @@ class Trace:
             found = self.memo.get(key)
             if found is not None:
                 return found[0]
+        primal = self._primal_application(prim, args, avals, params) \
+            if self.recomputed else None
+        if primal is not None and primal[1](prim, *avals, **params):
+            return self.saved(*primal)  # saved by the policy: the primal pass's value
         out = self._fold(prim, args, avals, out_aval, params) if self.folds else None
         if out is None:
             out = self._emit(prim, args, avals, out_aval, params)
+        if primal is not None:
+            self.mark_recomputed(out, *primal)
         if key is not None:
             self.memo[key] = (out, args)  # `args` pins the operands whose ids are in `key`
         return out
+
+    def mark_recomputed(self, value: Any, primal: Any, policy: Any) -> None:
+        """`value` (a Tracer, or a tuple of them) computes again what `primal` is, under
+        the checkpoint `policy`."""
+        pairs = zip(value, primal) if isinstance(value, tuple) else [(value, primal)]
+        for tracer, primal_tracer in pairs:
+            if isinstance(tracer, Tracer):
+                self.recomputed[id(tracer)] = (tracer, primal_tracer, policy)
+
+    def saved(self, primal: Any, policy: Any) -> Any:
+        """The primal pass's `primal` (a Tracer or a tuple of them) as a recomputation
+        reads it when `policy` saves it: stored, behind a barrier, so that what the
+        recomputation computes from it is computed again and not shared with the primal
+        pass (which would store it too, more than the policy says)."""
+        if isinstance(primal, tuple):
+            return tuple(self.saved(p, policy) for p in primal)
+        if not isinstance(primal, Tracer):
+            return primal
+        with ir.Location.unknown(), ir.InsertionPoint(self.block):
+            value = ir.Operation.create("stablehlo.optimization_barrier",
+                                        results=[primal.value.type],
+                                        operands=[primal.value]).result
+        out = Tracer(self, value, primal.aval)
+        self.mark_recomputed(out, primal, policy)
+        return out
+
+    def primal_of(self, value: Any) -> Optional[tuple[Any, Any]]:
+        """(the primal pass's value, the policy) of a recomputed value; None for others."""
+        entry = self.recomputed.get(id(value)) if isinstance(value, Tracer) else None
+        return None if entry is None else (entry[1], entry[2])
+
+    def _primal_application(self, prim: Primitive, args: Sequence[Any],
+                            avals: Sequence[ShapedArray], params: dict[str, Any]
+                            ) -> Optional[tuple[Any, Any]]:
+        """For an application on recomputed values: the primal pass's result of it and the
+        policy, when the primal pass applied it (else None)."""
+        policy, primal_args = None, []
+        for a in args:
+            found = self.primal_of(a)
+            if found is not None:
+                policy = policy or found[1]
+            primal_args.append(a if found is None else found[0])
+        if policy is None:
+            return None
+        key = _cse_key(prim, primal_args, avals, params)
+        found = self.memo.get(key) if key is not None else None
+        return None if found is None else (found[0], policy)
 
     def _fold(self, prim: Primitive, args: Sequence[Any], avals: Sequence[ShapedArray],
               out_aval: Any, params: dict[str, Any]) -> Any:

@@ -116,7 +116,7 @@ def rules() -> dict[int, Any]:
     table: dict[int, Any] = {id(tree_util.tree_map): tree_map}
     for fn in (tree_util.tree_flatten, tree_util.tree_unflatten, tree_util.tree_leaves,
                rh.spread, fh.tangents_of, rh.attribute_bar, rh.attribute_tangent,
-               with_item, remat.recompute):
+               with_item, remat.recompute, remat.checkpoint_name):
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.item)] = _item

@@ -304,6 +304,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.closure_jvp_function): "static"})
         from transpiler.transforms.ad import remat  # a checkpoint's barrier: the identity
         _HELPER_KINDS[id(remat.recompute)] = "pass"
+        _HELPER_KINDS[id(remat.checkpoint_name)] = "pass"  # a name for the policies
         from transpiler.transforms.ad import indexing  # sort's derivatives: permutations
         _HELPER_KINDS.update({id(indexing.sorted_tangent): "sort_permuted",
                               id(indexing.unsorted_cotangent): "sort_unpermuted"})

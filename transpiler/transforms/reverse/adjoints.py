@@ -227,7 +227,8 @@ def checkpoint_rule(gen: Any, stmt: cst.BaseStatement, fn: Any, args: list[cst.A
             position += 1
         if not static and not a.star and isinstance(a.value, cst.Name):
             a = a.with_changes(value=parse_template_expression(
-                "ad.recompute({x})", x=a.value))
+                "ad.recompute({x})" if fn.policy_name is None else
+                f"ad.recompute({{x}}, {fn.policy_name!r})", x=a.value))
         call_args.append(a)
     return call_rule(gen, stmt, fn._fun, args, t, call_args)
 
