@@ -224,3 +224,35 @@ def test_unpacking_an_array_gives_an_array_cotangent():
     np.testing.assert_allclose(tp.hessian(_unpacking_loss)(p), hessian, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tp.jacrev(tp.grad(_unpacking_loss))(p), hessian, rtol=1e-5,
                                atol=1e-6)
+
+
+def _array_of_values(x):
+    m = jnp.array([[x, 2.0], [x * x, np.float32(3.0)]])
+    return jnp.sum(m ** 2)
+
+
+def _joined_with_constants(x):
+    joined = jnp.concatenate([x, np.ones(2, np.float32), jnp.zeros(1), [4.0]])
+    return jnp.sum(jnp.sin(joined) * jnp.arange(7.0))
+
+
+def test_arrays_built_from_differentiated_values_and_constants():
+    """``jnp.array([x, 2.0])`` and ``jnp.concatenate([x, numpy_constant])``: the derivative
+    flows through the differentiated elements, the constants (NumPy arrays, Python and
+    NumPy scalars) take none -- in every mode, eagerly and under jit."""
+    x = 1.5
+    want = 2 * x + 4 * x ** 3  # d/dx (x^2 + 4 + x^4 + 9)
+    for got in (tp.grad(_array_of_values)(x), tp.jit(tp.grad(_array_of_values))(x),
+                tp.jvp(_array_of_values, (x,), (1.0,))[1],
+                tp.jacfwd(_array_of_values)(x)):
+        np.testing.assert_allclose(float(got), want, rtol=1e-5)
+    np.testing.assert_allclose(float(tp.hessian(_array_of_values)(x)), 2 + 12 * x ** 2,
+                               rtol=1e-5)
+    xs = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(tp.vmap(tp.grad(_array_of_values))(xs)),
+                               2 * xs + 4 * xs ** 3, rtol=1e-5)
+    v = np.array([0.3, -0.2, 0.9], np.float32)
+    want = np.cos(v) * np.arange(3)  # the constants' positions 3..6 take no derivative
+    for got in (tp.grad(_joined_with_constants)(v), tp.jit(tp.grad(_joined_with_constants))(v),
+                tp.jacfwd(_joined_with_constants)(v)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)

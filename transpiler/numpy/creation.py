@@ -33,28 +33,37 @@ def astype(x: Any, dtype: Any) -> Any:
 def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any = None) -> Any:
     """Convert lists, tuples, scalars and NumPy arrays to an array (no copy when possible)."""
     target = _canonical(dtype)
-    if isinstance(a, core.Tracer) or hasattr(a, "aval") or hasattr(a, "block_until_ready"):
-        # our arrays, tracers and device arrays (jit's results) as they are: reverse mode
-        # reads this branch, while NumPy's conversion below sits in a `try`
+    if _is_ours(a):
+        # our arrays, tracers and device arrays (jit's results) as they are
         return a if target is None or a.dtype == target else astype(a, target)
-    if isinstance(a, (list, tuple)) and any(_is_array(e) or isinstance(e, (list, tuple))
-                                             for e in a):
-        if any(isinstance(e, core.Tracer) for e in _flat(a)):
-            return _stack_nested(a, target)
+    if isinstance(a, (list, tuple)) and any(_is_ours(e) for e in _flat(a)):
+        return _stack_nested(a, target)  # (differentiable: its elements are stacked)
     if isinstance(a, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         aval = abstractify(a, 0, "asarray")
-        value, weak = np.asarray(a, dtype=target or aval.dtype), target is None and aval.weak_type
+        value, weak = from_numpy(a, target or aval.dtype), target is None and aval.weak_type
         return conv.convert_element_type(value, dtype=value.dtype, weak_type=weak)
+    value = from_numpy(a)
+    return conv.convert_element_type(value, dtype=target or value.dtype)
+
+
+def _is_ours(x: Any) -> bool:
+    """An array of ours, a tracer or a device array: a value a derivative may flow in."""
+    return isinstance(x, core.Tracer) or hasattr(x, "aval") or hasattr(x, "block_until_ready")
+
+
+def from_numpy(a: Any, dtype: Any = None) -> np.ndarray:
+    """NumPy's array of `a`, which holds none of ours (NumPy arrays, Python numbers and
+    sequences of them), in `dtype` or else JAX's default for it: a constant, as the
+    transforms read it (transforms/common/classify.py)."""
     try:
-        value = np.asarray(a if not isinstance(a, (list, tuple)) else _to_numpy_nested(a))
+        value = np.asarray(a if not isinstance(a, (list, tuple)) else _to_numpy_nested(a),
+                           dtype=dtype)
     except (ValueError, TypeError) as err:
         raise TypeError(f"cannot convert {type(a).__name__} to an array: {err}") from None
     if value.dtype == object or (value.dtype.kind in "USV" and value.dtype != dtypes.bfloat16):
         raise TypeError(f"cannot convert {type(a).__name__} with dtype {value.dtype} to an array; "
                         f"supported dtypes: {dtypes.names_of(dtypes.SUPPORTED)}")
-    if target is None:
-        target = _default_for(a, value)
-    return conv.convert_element_type(value, dtype=target)
+    return value if dtype is not None else value.astype(_default_for(a, value), copy=False)
 
 
 def _default_for(original: Any, value: np.ndarray) -> np.dtype:
@@ -83,8 +92,12 @@ def _to_numpy_nested(a: Any) -> Any:
 
 def _stack_nested(a: Any, dtype: Optional[np.dtype]) -> Any:
     from transpiler.numpy import stack
-    parts = [_stack_nested(e, dtype) if isinstance(e, (list, tuple)) else asarray(e, dtype)
-             for e in a]
+    parts = []  # (a loop: reverse mode differentiates it, not a conditional comprehension)
+    for e in a:
+        if isinstance(e, (list, tuple)):
+            parts.append(_stack_nested(e, dtype))
+        else:
+            parts.append(asarray(e, dtype))
     return stack(parts)
 
 

@@ -83,10 +83,12 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 
 
 def _static_functions() -> frozenset:
+    from transpiler.numpy import creation
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
                       lax.stop_gradient, runtime_helpers.vjp_rule, vjp_function,
+                      creation.from_numpy,  # (NumPy's values in: constants)
                       forward_api.jvp_function, runtime_helpers._differentiable,
                       forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
                       runtime_helpers.is_scalar, rewritten.sort_order, runtime_helpers.unbound,
