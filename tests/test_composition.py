@@ -344,3 +344,76 @@ def test_what_second_order_through_control_flow_still_refuses(call, message):
     with pytest.raises(TranspileError, match=message) as info:
         call(np.array([0.3, 0.7], np.float32))
     assert f"{__file__}:" in str(info.value)
+
+
+# --- grad of a vmap whose function calls vmap: JAX's advi.py and Gaussian-process example
+def _elbo_like(api, np_):
+    """advi.py's shape: an outer vmap over samples of a function that sums an inner vmap."""
+    def elbo(params, xs):
+        def per_sample(x, m):
+            return np_.sum(api.vmap(lambda a, b: np_.sin(a) * b ** 2)(x, m))
+        return np_.mean(api.vmap(per_sample, in_axes=(0, None))(xs, params))
+    return elbo
+
+
+def _covariance_loss(api, np_):
+    """gaussian_process_regression.py's cov_map: a vmap of a vmap of a closure over the
+    outer element, differentiated through the data it closes over."""
+    def loss(log_scale, xs):
+        def kernel(a, b):
+            return np_.exp(-np_.sum((a - b) ** 2))
+        scaled = xs / np_.exp(log_scale)
+        cov = api.vmap(lambda x: api.vmap(lambda y: kernel(x, y))(scaled))(scaled)
+        return np_.sum(cov ** 2) + np_.sum(cov[0])
+    return loss
+
+
+_SAMPLES = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+_PARAMS = np.array([0.5, -1.0, 2.0], np.float32)
+_POINTS = np.linspace(0, 1, 8, dtype=np.float32).reshape(4, 2)
+
+
+def _numeric_grad(f, x, eps=1e-3):
+    x = np.asarray(x, np.float64)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        out[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return out
+
+
+def _numpy_covariance_loss(log_scale, points):
+    scaled = points / np.exp(log_scale)
+    cov = np.exp(-((scaled[:, None] - scaled[None]) ** 2).sum(-1))
+    return (cov ** 2).sum() + cov[0].sum()
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_grad_of_a_vmap_that_calls_vmap(jit):
+    grad = jax.grad(_elbo_like(jax, jnp))
+    got = (jax.jit(grad) if jit else grad)(_PARAMS, _SAMPLES)
+    want = _numeric_grad(lambda p: np.mean(np.sum(np.sin(_SAMPLES) * p ** 2, axis=1)),
+                         _PARAMS)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+    grad = jax.grad(_covariance_loss(jax, jnp), argnums=(0, 1))
+    by_scale, by_points = (jax.jit(grad) if jit else grad)(np.float32(0.2), _POINTS)
+    np.testing.assert_allclose(
+        float(by_scale), float(_numeric_grad(lambda s: _numpy_covariance_loss(s, _POINTS),
+                                             0.2)), rtol=1e-4)
+    # the points': cotangents of values the inner closure closes over
+    np.testing.assert_allclose(
+        np.asarray(by_points),
+        _numeric_grad(lambda p: _numpy_covariance_loss(0.2, p), _POINTS), rtol=1e-3,
+        atol=1e-4)
+
+
+def test_grad_of_a_vmap_that_calls_vmap_against_jax():
+    real = pytest.importorskip("jax")
+    real_jnp = pytest.importorskip("jax.numpy")
+    for make, args in ((_elbo_like, (_PARAMS, _SAMPLES)),
+                       (_covariance_loss, (np.float32(0.2), _POINTS))):
+        ours = jax.grad(make(jax, jnp), argnums=(0, 1))(*args)
+        theirs = real.grad(make(real, real_jnp), argnums=(0, 1))(*args)
+        for o, t in zip(ours, theirs):
+            np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=2e-5, atol=1e-6)

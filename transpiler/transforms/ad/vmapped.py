@@ -5,7 +5,7 @@ closed-over values are shared by the batch: their cotangents are summed over it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from transpiler import tree_util
 from transpiler.tree_util._registry import sequence_like
@@ -39,14 +39,27 @@ def vmap_vjp(v: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Any]:
     """Cotangents of ``v(*args, **kwargs)`` (one per argument, and the dict of a closure's):
     f's VJP vmapped over the same axes; a value the batch shares (in_axes None, closed
     over) gets the sum over the batch."""
-    target, names, free, free_axes = _parts(v, len(args))
-    if g is None:
+    plan = vjp_plan(v, args) if g is not None else None
+    if plan is None:
         return (None,) * len(args), None
+    batched, values, axes, names = plan
+    bars = [_unbatch(b, a) for b, a in zip(batched(tuple(values), g, kwargs), axes)]
+    k = len(values) - len(args)
+    fn_bar = {n: b for n, b in zip(names[:k], bars[:k]) if b is not None}
+    return tuple(bars[k:]), (fn_bar or None)
+
+
+def vjp_plan(v: Any, args: tuple) -> Optional[tuple[Vmapped, list, tuple, list]]:
+    """How `vmap_vjp` differentiates ``v(*args)``: f's VJP batched, called on (values, g,
+    kwargs) -- the closed-over values then the arguments -- with the in_axes of each value
+    (its cotangent comes back with the batch axis first) and their names; None when no
+    value is differentiated."""
+    target, names, free, free_axes = _parts(v, len(args))
     values = [*free, *args]
     active = frozenset(n for n, a in zip(names, values)
                        if any(_differentiable(x) for x in tree_util.tree_leaves(a)))
     if not active:
-        return (None,) * len(args), None
+        return None
     if free:
         generated = closures.closure_vjp_function(target, active)
     else:
@@ -57,11 +70,8 @@ def vmap_vjp(v: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Any]:
         return generated(*member_args, **member_kwargs, **{keyword: member_g})[1]
 
     axes = (*free_axes, *_axes_per_arg(v, len(args)))
-    batched = Vmapped(per_member, (axes, v.out_axes, 0), 0, v.axis_name, v.axis_size)
-    bars = [_unbatch(b, a) for b, a in zip(batched(tuple(values), g, kwargs), axes)]
-    k = len(free)
-    fn_bar = {n: b for n, b in zip(names[:k], bars[:k]) if b is not None}
-    return tuple(bars[k:]), (fn_bar or None)
+    return Vmapped(per_member, (axes, v.out_axes, 0), 0, v.axis_name, v.axis_size), values, \
+        axes, names
 
 
 def _unbatch(bar: Any, axes: Any) -> Any:

@@ -28,6 +28,7 @@ from transpiler.transforms.common.generated import target
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.bt import control_ad as control_batch_ad
 from transpiler.transforms.common import partials
+from transpiler.transforms.batch.api import Vmapped
 
 
 class _Dim:
@@ -129,6 +130,7 @@ def rules() -> dict[int, Any]:
                   id(rewritten.reversed_list): _reversed,
                   id(rewritten.sequence): _sequence})
     table[id(rh.vjp_call)] = _vjp_call
+    table[id(rh.vjp_call_closure)] = _vjp_call_closure
     table[id(rh.custom_vjp_bwd)] = _custom_vjp_bwd
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
@@ -267,6 +269,8 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
     if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
         return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
+    if isinstance(f, Vmapped) and g is not None:  # an inner vmap's derivative, under this one
+        return _vmapped_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims, f_dims)[:2]
     if g is None or bt.batched(f_dims):
         if g is None:
             return (None,) * len(call_args), None
@@ -305,6 +309,66 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     raise TranspileError(f"vmap of the derivative of a call of {f!r} (known only at run time) "
                          "is not supported", user_location(),
                          "call a transpiler.numpy function or a plain Python function there")
+
+
+def _vjp_call_closure(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.vjp_call_closure(f, args, kwargs, g)`` batched: for an inner vmap of a closure,
+    its arguments' cotangents and its closed-over values' (`_vmapped_vjp`); else the
+    function's code, batched."""
+    f, call_args, call_kwargs, g = args
+    if isinstance(f, Vmapped) and g is not None:
+        a_dims = dims[1] if isinstance(dims[1], (tuple, list)) else (dims[1],) * len(call_args)
+        k_dims = dims[2] if isinstance(dims[2], dict) else {k: dims[2] for k in call_kwargs}
+        bars, bars_dims, fn_bar, fn_bar_dims = _vmapped_vjp(
+            f, call_args, tuple(a_dims), call_kwargs, k_dims, g, dims[3], dims[0])
+        return (*bars, fn_bar), (*(bars_dims or (None,) * len(bars)), fn_bar_dims)
+    return bt.function_call(fn, args, dims, kwargs, kwdims, None)
+
+
+def _vmapped_vjp(v: Any, args: tuple, a_dims: tuple, kwargs: dict, k_dims: dict, g: Any,
+                 g_dims: Any, v_dims: Any = None) -> tuple:
+    """The cotangents of an inner ``v = vmap(f)`` called with batched operands: v's VJP
+    (f's VJP vmapped, ad/vmapped.py) called as a vmap nested in this one, then each
+    cotangent from its inner batch axis to its argument's layout, the outer batch axis
+    first; `v_dims`, a dict by name, says which values a closure closes over carry this
+    vmap's axis. Returns (bars, their dims, the dict of a closure's cotangents, its dims)."""
+    from transpiler.transforms.ad import vmapped
+    plan = vmapped.vjp_plan(v, args)
+    if plan is None:
+        return (None,) * len(args), None, None, None
+    batched, values, axes, names = plan
+    k = len(values) - len(args)
+    free_dims = tuple(v_dims.get(n) if isinstance(v_dims, dict) else None for n in names[:k])
+    bars, bars_dims = bt.call(batched, (tuple(values), g, kwargs),
+                              (free_dims + tuple(a_dims), g_dims, k_dims), {}, {})
+    out = [_inner_unbatched(bars[i], _sub(bars_dims, i), axes[i]) for i in range(len(values))]
+    fn_bar = {n: o[0] for n, o in zip(names[:k], out[:k]) if o[0] is not None}
+    fn_bar_dims = {n: o[1] for n, o in zip(names[:k], out[:k]) if o[0] is not None}
+    return tuple(o[0] for o in out[k:]), tuple(o[1] for o in out[k:]), fn_bar or None, \
+        fn_bar_dims or None
+
+
+def _inner_unbatched(bar: Any, dims: Any, axes: Any) -> tuple[Any, Any]:
+    """`vmapped._unbatch` of a cotangent that also carries this vmap's axis (`dims`): the
+    inner batch axis (first, or second after the outer one) summed for an argument the
+    inner batch shared, else moved to the argument's axis."""
+    if bar is None:
+        return None, None
+    if isinstance(bar, (dict, tuple, list)):
+        keys = list(bar) if isinstance(bar, dict) else range(len(bar))
+        parts = {key: _inner_unbatched(
+            bar[key], dims[key] if isinstance(dims, (dict, tuple, list)) else dims,
+            axes[key] if isinstance(axes, (dict, tuple, list)) else axes) for key in keys}
+        if isinstance(bar, dict):
+            return {key: p[0] for key, p in parts.items()}, {key: p[1] for key, p in parts.items()}
+        return sequence_like(bar, [p[0] for p in parts.values()]), \
+            sequence_like(bar, [p[1] for p in parts.values()])
+    if dims is None:  # (this vmap's axis did not reach it)
+        return (jnp.sum(bar, axis=0) if axes is None else jnp.moveaxis(bar, 0, axes)), None
+    bar = move_to_front(bar, dims)
+    if axes is None:
+        return jnp.sum(bar, axis=1), 0
+    return jnp.moveaxis(bar, 1, axes + 1 if axes >= 0 else axes), 0
 
 
 def _elements(x: Any, dims: Any) -> tuple[list, list]:
