@@ -164,6 +164,27 @@ def test_in_place_updates_that_could_be_seen_elsewhere_are_errors(fn):
     assert ".at[0].set" in str(info.value) and f"{__file__}:" in str(info.value)
 
 
+def _keeps(d):
+    _KEPT.append(d)
+    return 0.0
+
+
+_KEPT: list = []
+
+
+def updates_a_dict_a_callee_was_given(x):
+    d = {"a": x * 2}
+    offset = _keeps(d)  # it may keep d, and would see the update
+    d["a"] = x * 3
+    return jnp.sum(d["a"]) + offset
+
+
+def test_updating_a_dict_another_function_may_hold_is_an_error():
+    with pytest.raises(TranspileError, match="in-place update of an element of `d`") as info:
+        tp.grad(updates_a_dict_a_callee_was_given)(np.ones(3, F32))
+    assert "d = {**d, \"a\": value}" in str(info.value) and f"{__file__}:" in str(info.value)
+
+
 def test_eager_item_assignment_says_what_to_do():
     with pytest.raises(TypeError, match="immutable") as info:
         jnp.zeros(3)[0] = 1.0

@@ -449,6 +449,23 @@ def append_then_stack(x, s):
 add("list-append-then-stack", append_then_stack, vector_and_scale, vec=append_then_stack_vec)
 
 
+# --- a dict built by item assignment (JAX's onnx2xla interpreter's environment) ----------
+
+def dict_item_updates_vec(x, s):
+    vals = {"a": x * s}
+    for i, name in enumerate(["b", "c"]):
+        vals[name] = jnp.sin(vals["a"]) * (i + 1)
+    vals["a"] += vals["b"] * vals["c"]
+    return vals["a"] + vals["c"]
+
+
+def dict_item_updates(x, s):
+    return jnp.sum(dict_item_updates_vec(x, s) ** 2)
+
+
+add("dict-item-updates", dict_item_updates, vector_and_scale, vec=dict_item_updates_vec)
+
+
 # --- NumPy-style in-place updates of a local array ---------------------------------------
 
 def inplace_updates_vec(x, s):

@@ -25,7 +25,7 @@ import libcst as cst
 import transpiler.frontend.match as m
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
-from transpiler.rewritten import LISTED_NAMES, SEQUENCE
+from transpiler.rewritten import LISTED_NAMES, SEQUENCE, WITH_ITEM
 from transpiler.frontend.passes import (
     LocatedTransformer,
     Locations,
@@ -37,7 +37,7 @@ from transpiler.frontend.passes import (
 from transpiler.frontend.passes import child_nodes
 from transpiler.frontend.fence import starred_names
 from transpiler.errors import _PACKAGE_DIR
-from transpiler.frontend.fence import updatable_arrays
+from transpiler.frontend.fence import updatable_arrays, updatable_dicts
 
 Statements = list[cst.BaseStatement]
 Loop = cst.For | cst.While
@@ -168,28 +168,38 @@ _AT_UPDATES = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply",
 class FunctionalItemUpdates(LocatedTransformer):
     """``y[i] = v`` -> ``y = y.at[i].set(v)``, ``y[i] += v`` -> ``y = y.at[i].add(v)``: the
     element updates the fence let through (arrays this function made and shares with no
-    other name, fence.updatable_arrays), as the functional updates they amount to. (The
-    library's own code is not fenced and keeps its NumPy updates.)"""
+    other name, fence.updatable_arrays), as the functional updates they amount to; of such
+    a dict (fence.updatable_dicts), ``d[k] = v`` -> ``d = _with_item(d, k, v)`` (``{**d, k:
+    v}``, which the transforms have rules for). (The library's own code is not fenced and
+    keeps its NumPy updates.)"""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if not hasattr(self, "updatable"):  # the function itself (not a nested def)
             library = str(self.ctx.filename).startswith(_PACKAGE_DIR)
             self.updatable = set() if library else updatable_arrays(node)
+            self.dicts = set() if library else updatable_dicts(node)
         return True
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         target = updated.targets[0].target if len(updated.targets) == 1 else None
-        if not self.updates(target):
+        if self.updates(target, self.dicts):
+            return _item_update(target, updated.value)
+        if not self.updates(target, self.updatable):
             return updated
         return _at_update(target, "set", updated.value)
 
-    def updates(self, target: Any) -> TypeGuard[cst.Subscript]:
+    def updates(self, target: Any, names: set[str]) -> TypeGuard[cst.Subscript]:
         return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
-            and target.value.value in self.updatable
+            and target.value.value in names and (names is self.updatable or all(
+                isinstance(element.slice, cst.Index) for element in target.slice))
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> Any:
         target = updated.target
-        if not self.updates(target):
+        if self.updates(target, self.dicts):
+            binary = AUG_TO_BINARY[type(updated.operator)]()
+            return _item_update(target, cst.BinaryOperation(
+                left=target, operator=binary, right=parenthesize(updated.value)))
+        if not self.updates(target, self.updatable):
             return updated
         method = _AT_UPDATES.get(type(updated.operator))
         if method is not None:
@@ -200,6 +210,15 @@ class FunctionalItemUpdates(LocatedTransformer):
         binary = AUG_TO_BINARY[type(updated.operator)]()
         return _at_update(target, "set", cst.BinaryOperation(
             left=target, operator=binary, right=parenthesize(updated.value)))
+
+
+def _item_update(target: cst.Subscript, value: cst.BaseExpression) -> cst.Assign:
+    """``d = _with_item(d, key, value)`` for ``d[key] = value`` (one key: a dict's)."""
+    name = cast(cst.Name, target.value)  # FunctionalItemUpdates.updates: an updatable name
+    keys = [cast(cst.Index, element.slice).value for element in target.slice]
+    key = keys[0] if len(keys) == 1 else cst.Tuple([cst.Element(k) for k in keys])
+    call = cst.Call(func=cst.Name(WITH_ITEM), args=[cst.Arg(name), cst.Arg(key), cst.Arg(value)])
+    return cst.Assign(targets=[cst.AssignTarget(target=name)], value=call)
 
 
 def _at_update(target: cst.Subscript, method: str, value: cst.BaseExpression) -> cst.Assign:

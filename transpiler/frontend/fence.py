@@ -60,7 +60,8 @@ class Fence:
         self.func = func
         self.filename = filename
         self.locations = locations
-        self.updatable = updatable_arrays(func)
+        arrays, dicts = _updatable(func)
+        self.updatable = arrays | dicts
 
     def error(self, node: cst.CSTNode, message: str, hint: str) -> TranspileError:
         return TranspileError(message, self.locations.get(node), hint)
@@ -110,8 +111,8 @@ class Fence:
             self.check_targets(node.target, node)
 
     def item_update(self, target: cst.BaseExpression) -> bool:
-        """``y[i] = v`` on an array this function made and shares with no other name:
-        canonicalization makes it ``y = y.at[i].set(v)``."""
+        """``y[i] = v`` on an array or dict this function made and shares with no other
+        name: canonicalization makes it ``y = y.at[i].set(v)`` (``d = {**d, k: v}``)."""
         return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
             and target.value.value in self.updatable
 
@@ -129,10 +130,11 @@ class Fence:
             if m.matches(leaf, m.Subscript()):
                 assert isinstance(leaf, cst.Subscript)
                 raise self.error(leaf, "in-place update of an element of "
-                                 f"`{_code(leaf.value)}`: only an array this function creates "
-                                 "(with a call or arithmetic) and no other name or container "
+                                 f"`{_code(leaf.value)}`: only an array or dict this function "
+                                 "creates (an array with a call or arithmetic, a dict with "
+                                 "`{...}` or dict(...)) and no other name, container or call "
                                  "refers to is updated in place; this one may be an argument, "
-                                 "a list or dict, or shared", _at_hint(leaf, aug))
+                                 "a list, or shared", _at_hint(leaf, aug))
             if m.matches(leaf, m.Attribute()):
                 assert isinstance(leaf, cst.Attribute)
                 raise self.error(leaf, "assignment to an attribute is not supported (objects "
@@ -151,13 +153,34 @@ def updatable_arrays(func: cst.FunctionDef) -> set[str]:
     they are assigned is computed by a call or arithmetic (an array, not a list or dict),
     they are not parameters, and no other name, container or call argument ever holds the
     same object (``z = y``, ``[y]``, ``xs.append(y)``), so no one could see the change."""
+    return _updatable(func)[0]
+
+
+def updatable_dicts(func: cst.FunctionDef) -> set[str]:
+    """Local names of dicts whose item assignments (``d[k] = v``) can be functional (``d =
+    {**d, k: v}``): every value they are assigned is a dict this function makes (``{...}``,
+    a dict comprehension, ``dict(...)``), and, beyond `updatable_arrays`' rules, no call
+    but a reading builtin's (``len(d)``, ``sorted(d)`` ...) is passed it, so no callee
+    keeps the object whose later changes it would see."""
+    return _updatable(func)[1]
+
+
+# Builtins that read a dict passed to them and keep no reference to it
+_READING_CALLS = frozenset({"len", "sorted", "list", "tuple", "set", "dict", "any", "all",
+                            "str", "repr", "print", "isinstance", "sum", "min", "max"})
+
+
+def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
+    """(updatable arrays, updatable dicts) of `func`: one walk over its body."""
     params = {p.name.value for p in [*func.params.params, *func.params.posonly_params,
                                      *func.params.kwonly_params]}
     for star in (func.params.star_arg, func.params.star_kwarg):
         if isinstance(star, cst.Param):
             params.add(star.name.value)
     made: set[str] = set()
+    made_dicts: set[str] = set()
     other: set[str] = set(params)
+    passed: set[str] = set()  # given to a call that may keep it
     for node in m.preorder(func.body):
         if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) \
@@ -170,8 +193,12 @@ def updatable_arrays(func: cst.FunctionDef) -> set[str]:
                         isinstance(value, cst.Call) and not (
                             isinstance(value.func, cst.Name)
                             and value.func.value in _CONTAINER_CALLS))
-                    (made if computed or isinstance(node, cst.AugAssign) else other).add(
-                        target.value)
+                    if computed or isinstance(node, cst.AugAssign):
+                        made.add(target.value)
+                    elif _makes_dict(value) and not isinstance(node, cst.AugAssign):
+                        made_dicts.add(target.value)
+                    else:
+                        other.add(target.value)
                 elif not isinstance(target, (cst.Subscript, cst.Attribute)):
                     other.update(n.value for n in m.findall(target, m.Name())
                                  if isinstance(n, cst.Name))
@@ -183,10 +210,19 @@ def updatable_arrays(func: cst.FunctionDef) -> set[str]:
         elif isinstance(node, (cst.Element, cst.DictElement)):
             if isinstance(node.value, cst.Name):
                 other.add(node.value.value)  # held by a container
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                node.func.attr.value in ("append", "extend", "insert", "add", "update"):
-            other.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
-    return made - other
+        elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and \
+                    node.func.attr.value in ("append", "extend", "insert", "add", "update"):
+                other.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
+            if not (isinstance(node.func, cst.Name) and node.func.value in _READING_CALLS):
+                passed.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
+    return made - other - made_dicts, made_dicts - made - other - passed
+
+
+def _makes_dict(value: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(value, (cst.Dict, cst.DictComp)) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        and value.func.value == "dict")
 
 
 def updates_in_place(func: cst.FunctionDef) -> bool:
@@ -254,7 +290,8 @@ def _at_hint(target: cst.Subscript, aug: Optional[cst.AugAssign]) -> str:
     index = ", ".join(_code(element.slice) for element in target.slice)
     at = f"{array} = {array}.at[{index}]"
     if aug is None:
-        return f"Write `{at}.set(value)` instead."
+        return f"Write `{at}.set(value)` instead (of a dict: `{array} = {{**{array}, " \
+               f"{index}: value}}`)."
     value = _code(aug.value)
     method = AT_METHODS.get(type(aug.operator))
     if method is not None:
