@@ -100,7 +100,7 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                          "pswapaxes"),
         **_reasons(NOT_YET, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "RaggedDotDimensionNumbers RandomAlgorithm Tolerance "
-                            "conv_general_dilated_local custom_linear_solve custom_root "
+                            "custom_linear_solve custom_root "
                             "scaled_dot scatter_apply"),
     },
     "jax.random": {"random_gamma_p": COMPOSITE},

@@ -290,8 +290,10 @@ def _at_hint(target: cst.Subscript, aug: Optional[cst.AugAssign]) -> str:
     index = ", ".join(_code(element.slice) for element in target.slice)
     at = f"{array} = {array}.at[{index}]"
     if aug is None:
-        return f"Write `{at}.set(value)` instead (of a dict: `{array} = {{**{array}, " \
-               f"{index}: value}}`)."
+        keyed = isinstance(target.value, cst.Name) and len(target.slice) == 1 and \
+            isinstance(target.slice[0].slice, cst.Index)
+        return f"Write `{at}.set(value)` instead" + (
+            f" (of a dict: `{array} = {{**{array}, {index}: value}}`)." if keyed else ".")
     value = _code(aug.value)
     method = AT_METHODS.get(type(aug.operator))
     if method is not None:

@@ -164,6 +164,7 @@ from transpiler.lax.gather_scatter import (GatherDimensionNumbers,  # noqa: E402
                                            scatter_min, scatter_mul, scatter_sub)
 from transpiler.lax.convolution import (ConvDimensionNumbers, conv,  # noqa: E402,F401
                                         conv_dimension_numbers, conv_general_dilated,
+                                        conv_general_dilated_local,
                                         conv_general_dilated_patches, conv_general_permutations,
                                         conv_general_shape_tuple, conv_shape_tuple,
                                         conv_transpose, conv_transpose_shape_tuple,

@@ -14,6 +14,7 @@ import numpy as np
 from transpiler import dtypes
 from transpiler.errors import located
 from transpiler.primitives import convolution as conv_p
+from transpiler.primitives import dot as dot_p
 from transpiler.primitives import shape as sp
 from transpiler.primitives.convolution import (ConvDimensionNumbers, conv_dimension_numbers,
                                                conv_general_permutations, dilate)
@@ -21,6 +22,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
            "conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches",
+           "conv_general_dilated_local",
            "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
            "conv_general_permutations"]
 
@@ -189,6 +191,45 @@ def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int],
                                 lhs_dilation, rhs_dilation, numbers,
                                 feature_group_count=channels, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs: Any, rhs: Any, window_strides: Sequence[int],
+                               padding: Padding, filter_shape: Sequence[int],
+                               lhs_dilation: Optional[Sequence[int]] = None,
+                               rhs_dilation: Optional[Sequence[int]] = None,
+                               dimension_numbers: Any = None, precision: Any = None) -> Any:
+    """``lax.conv_general_dilated_local``: a locally connected layer, a convolution whose
+    kernel is not shared -- `rhs` holds one for each output position: its spatial dims are
+    the output's, and its input-feature dim the input's channels times the `filter_shape`
+    window, channel major (as `conv_general_dilated_patches` lays the patches out). The
+    patches, contracted with it position by position (one ``dot_general`` batched over the
+    output's spatial dims)."""
+    op = "conv_general_dilated_local"
+    aval, kernel = abstractify(lhs, 0, op), abstractify(rhs, 1, op)
+    filter_shape = tuple(int(k) for k in filter_shape)
+    numbers = conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    _, rhs_spec, out_spec = numbers
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, numbers, precision)
+    want = patches.shape[out_spec[1]]
+    if kernel.ndim != aval.ndim or kernel.shape[rhs_spec[1]] != want or \
+            tuple(kernel.shape[d] for d in rhs_spec[2:]) != \
+            tuple(patches.shape[d] for d in out_spec[2:]):
+        raise located(ValueError, f"{op}: rhs has shape {kernel.shape}; its input-feature "
+                      f"dim must be {want} (input channels x filter window) and its spatial "
+                      f"dims the output's, {tuple(patches.shape[d] for d in out_spec[2:])}",
+                      "one kernel per output position: compute the output shape with "
+                      "conv_general_dilated_patches")
+    spatial = len(filter_shape)
+    out = dot_p.dot_general(patches, rhs, dimension_numbers=dot_p.normalize_dimension_numbers((
+        ((out_spec[1],), (rhs_spec[1],)), (tuple(out_spec[2:]), tuple(rhs_spec[2:])))),
+        preferred_element_type=None)
+    # (spatial..., batch, out features) to the output layout
+    order = [0] * (spatial + 2)
+    order[out_spec[0]], order[out_spec[1]] = spatial, spatial + 1
+    for i, d in enumerate(out_spec[2:]):
+        order[d] = i
+    return sp.transpose(out, permutation=tuple(order))
 
 
 # --- shape helpers (JAX's) -------------------------------------------------------------------

@@ -351,8 +351,12 @@ def needs_primal(fn: Any) -> bool:
         # libcst stays unloaded until a function is read (generated code runs without it)
         from transpiler.frontend import is_library, read_function
         from transpiler.frontend.fence import updates_in_place
-        known = _IN_PLACE[code] = not is_library(fn) and readable(fn) and \
-            updates_in_place(read_function(fn)[0].func)
+        try:
+            known = not is_library(fn) and readable(fn) and \
+                updates_in_place(read_function(fn)[0].func)
+        except TranspileError:  # code no transform reads (NumPy's own np.eye ...): as it is
+            known = False
+        _IN_PLACE[code] = known
     return known
 
 
