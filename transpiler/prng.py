@@ -12,6 +12,7 @@ import numpy as np
 from transpiler import dtypes
 from transpiler import numpy as jnp
 from transpiler.config import config
+from transpiler.errors import located
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
@@ -84,7 +85,8 @@ def _iota_u32(shape: tuple[int, ...]) -> Any:
     """The flat index of each element of `shape` (JAX's iota_2x32_shape low word)."""
     size = math.prod(shape)
     if size >= 2**32:
-        raise NotImplementedError("random: arrays of 2**32 or more elements are not supported")
+        raise located(NotImplementedError, "random: arrays of 2**32 or more elements are not "
+                      "supported", "draw several smaller arrays and concatenate them")
     return sp.reshape(conv.iota(dtype=_U32, shape=(size,), dimension=0), new_sizes=shape)
 
 

@@ -215,8 +215,8 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     sizes = _ints(slice_sizes)
     chosen = GatherScatterMode.CLIP if mode is None else GatherScatterMode.from_any(mode)
     if chosen == GatherScatterMode.ONE_HOT:
-        raise NotImplementedError("lax.gather: mode='one_hot' is not supported; use 'clip' "
-                                  "or 'fill'")
+        raise located(NotImplementedError, "lax.gather: mode='one_hot' is not supported; use "
+                      "'clip' or 'fill'")
     if len(sizes) != aval.ndim:
         raise shape_error(f"lax.gather: slice_sizes {sizes} must have one entry per axis of "
                           f"the operand of shape {list(aval.shape)}")
@@ -286,8 +286,8 @@ def _scatter(kind: str, operand: Any, scatter_indices: Any, updates: Any,
     indices_batching = _ints(dn.scatter_indices_batching_dims)
     chosen = GatherScatterMode.from_any(mode)
     if chosen == GatherScatterMode.ONE_HOT:
-        raise NotImplementedError(f"lax.{op}: mode='one_hot' is not supported; use 'clip' or "
-                                  "'drop'")
+        raise located(NotImplementedError, f"lax.{op}: mode='one_hot' is not supported; use "
+                      "'clip' or 'drop'")
     window_axes = [d for d in range(aval.ndim) if d not in inserted and d not in operand_batching]
     if len(window_dims) != len(window_axes) or list(window_dims) != sorted(set(window_dims)) \
             or any(not 0 <= d < u_aval.ndim for d in window_dims):
@@ -313,8 +313,10 @@ def _scatter(kind: str, operand: Any, scatter_indices: Any, updates: Any,
     u = sp.transpose(u, permutation=tuple(batch_positions) + tuple(window_dims))
     u = sp.reshape(u, new_sizes=windows.batch + tuple(sizes))
     if windows.k == 0:
-        raise NotImplementedError(f"lax.{op}: a scatter whose windows cover the whole operand "
-                                  "is not supported")
+        raise located(NotImplementedError, f"lax.{op}: a scatter whose windows cover the whole "
+                      "operand is not supported", "index at least one operand axis "
+                      "(scatter_dims_to_operand_dims), or combine the update with the operand "
+                      "directly")
     starts = windows.starts(clamp=chosen != GatherScatterMode.FILL_OR_DROP)
     if chosen == GatherScatterMode.FILL_OR_DROP and start_map:
         ok = windows.in_bounds()  # a window that does not fit is dropped whole

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import arange, array, asarray, ones, zeros
 from transpiler.numpy.index_tricks import diag_indices, unravel_index
 from transpiler.numpy.indexing_functions import nonzero
@@ -225,9 +226,9 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
     """`a` with its main diagonal set to `val` (repeated as needed); ``inplace=False`` is
     required."""
     if inplace:
-        raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+        raise located(NotImplementedError, "JAX arrays are immutable, must use inplace=False")
     if wrap:
-        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
+        raise located(NotImplementedError, "wrap=True is not implemented, must use wrap=False")
     a, val = _as_array(a), _as_array(val)
     if a.ndim < 2:
         raise ValueError("array must be at least 2-d")
@@ -256,7 +257,8 @@ def put(a: Any, ind: Any, v: Any, mode: Optional[str] = None, *,
     elif mode == "wrap":
         ind_arr = remainder(ind_arr, arr.size)
     elif mode == "raise":
-        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
+        raise located(NotImplementedError, "The 'raise' mode to jnp.put is not supported.",
+                      "use mode='clip' or mode='wrap' (indices are only known at run time)")
     elif mode is not None:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
     return arr.at[unravel_index(ind_arr, arr.shape)].set(v_arr)

@@ -233,7 +233,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     the data's min to max, widened by 0.5 either side when they are equal), or `bins`
     itself when it is an array of edges."""
     if isinstance(bins, str):
-        raise NotImplementedError("string values for `bins` not implemented.")
+        raise located(NotImplementedError, "string values for `bins` not implemented.",
+                      "pass the number of bins, or their edges as an array")
     a = asarray(a)
     dtype = _inexact(abstractify(a).dtype)
     if np.ndim(bins) == 1 or (hasattr(bins, "ndim") and bins.ndim == 1):

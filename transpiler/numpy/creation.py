@@ -295,7 +295,8 @@ def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) ->
 
 def fromiter(*args: Any, **kwargs: Any) -> Any:
     """Not provided, as in JAX: consuming an iterator is a side effect."""
-    raise NotImplementedError(
+    raise located(
+        NotImplementedError,
         "jnp.fromiter() is not implemented because it may be non-pure and thus unsafe for "
         "use with JIT and other JAX transformations. Consider using "
         "jnp.asarray(np.fromiter(...)) instead.")

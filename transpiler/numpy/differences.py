@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray, zeros_like
 from transpiler.numpy.elementwise_functions import _promote_inexact
 from transpiler.numpy.indexing_functions import take
@@ -119,7 +120,9 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: Optional[int] 
     order at the edges); `varargs` are scalar spacings or 1-d coordinates, one for all
     axes or one per axis. One axis gives an array, several a list."""
     if edge_order is not None:
-        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+        raise located(NotImplementedError, "The 'edge_order' argument to jnp.gradient is not "
+                      "supported.", "leave edge_order unset (first-order differences at the "
+                      "edges)")
     a, *spacing = _promote_inexact(f, *varargs)
     ndim = abstractify(a, 0, "gradient").ndim
     if axis is None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.math import (abs, ceil, exp, exp2, floor, floor_divide, isinf, isnan,
                                    log1p, maximum, minimum, power, remainder, sin, sqrt,
@@ -143,7 +144,8 @@ def _population_count(x: Any) -> Any:
 def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     """The fractional and integral parts of `x`, both with `x`'s sign."""
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+        raise located(NotImplementedError, "The 'out' argument to jnp.modf is not supported.",
+                      "use the returned values (arrays are immutable)")
     x = _real_float(x, "modf")
     whole = where(ew.greater_equal(x, 0), floor(x), ceil(x))
     return x - whole, whole

@@ -18,6 +18,7 @@ from typing import Any, Callable, Collection, Optional, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.index_tricks import indices
 from transpiler.numpy.joining import stack
@@ -204,9 +205,11 @@ class ufunc:
 
     def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
         if out is not None:
-            raise NotImplementedError(f"out argument of {self}")
+            raise located(NotImplementedError, f"out argument of {self}",
+                          "use the returned value (arrays are immutable)")
         if where is not None:
-            raise NotImplementedError(f"where argument of {self}")
+            raise located(NotImplementedError, f"where argument of {self}",
+                          "select from the result with jnp.where(where, result, other)")
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional argument(s) but "
                             f"{len(args)} were given")
@@ -228,7 +231,8 @@ class ufunc:
         """`a` reduced along `axis` (None: flattened) by folding `func` from the left."""
         self._binary("reduce")
         if out is not None or where is not None:
-            raise NotImplementedError("out and where arguments of ufunc.reduce")
+            raise located(NotImplementedError, "out and where arguments of ufunc.reduce",
+                          "use the returned value; select the elements to reduce first")
         arr = asarray(a, dtype=dtype)
         if axis is None:
             arr, axis = ravel(arr), 0
@@ -251,7 +255,8 @@ class ufunc:
         """The running reductions of `a` along `axis`."""
         self._binary("accumulate")
         if out is not None:
-            raise NotImplementedError("out argument of ufunc.accumulate")
+            raise located(NotImplementedError, "out argument of ufunc.accumulate",
+                          "use the returned value (arrays are immutable)")
         arr = asarray(a, dtype=dtype)
         axis = normalize_axis(operator.index(axis), arr.ndim, "accumulate")
         rest = arr.shape[:axis] + arr.shape[axis + 1:]

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import arange, array, asarray, linspace, ones
 from transpiler.numpy.indexing_functions import nonzero
 from transpiler.numpy.joining import concatenate, stack
@@ -86,8 +87,8 @@ def ix_(*args: Any) -> tuple:
             raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
                              f"{a.shape}")
         if a.dtype == dtypes.bool_:
-            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not "
-                                      "implemented; pass jnp.nonzero(mask)[0] instead")
+            raise located(NotImplementedError, "Boolean arguments to jax.numpy.ix_ are not "
+                          "implemented; pass jnp.nonzero(mask)[0] instead")
         shape = [1] * len(args)
         shape[i] = a.shape[0]
         out.append(reshape(a, tuple(shape)))

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing import (Entry, _advanced_layout, _as_advanced,
                                        _broadcast_index_shapes, _stack_last, getitem,
@@ -69,7 +70,8 @@ class _IndexUpdateRef:
     def get(self, *, mode: Optional[str] = None, **_: Any) -> Any:
         """``x[index]`` (out-of-range array indices are clamped)."""
         if mode not in (None, "clip", "promise_in_bounds"):
-            raise NotImplementedError(f".at[].get(mode={mode!r}) is not supported")
+            raise located(NotImplementedError, f".at[].get(mode={mode!r}) is not supported",
+                          "leave mode unset (indices are clamped), or pass 'promise_in_bounds'")
         return getitem(self.array, self.index)
 
     def set(self, values: Any, *, mode: Optional[str] = None, **_: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing import getitem
 from transpiler.primitives import conversions as conv
@@ -39,8 +40,8 @@ def _index_array(indices: Any) -> Any:
 def _prepare_indices(indices: Any, n: int, mode: Optional[str]) -> tuple[Any, Any]:
     """(indices to gather with, validity mask or None) for ``mode`` fill/clip/wrap."""
     if mode == "raise":
-        raise NotImplementedError("mode='raise' is not supported (values are only known at "
-                                  "run time); use 'fill', 'clip' or 'wrap'")
+        raise located(NotImplementedError, "mode='raise' is not supported (values are only "
+                      "known at run time); use 'fill', 'clip' or 'wrap'")
     if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds"):
         raise ValueError(f"invalid mode {mode!r}; expected 'fill', 'clip' or 'wrap'")
     if mode == "clip" or mode == "promise_in_bounds":
@@ -68,7 +69,8 @@ def take(a: Any, indices: Any, axis: Optional[int] = None, out: None = None,
     """``jnp.take``; out-of-range indices give `fill_value` by default (JAX's mode='fill'),
     or are clipped (``mode='clip'``) or wrapped (``mode='wrap'``)."""
     if out is not None:
-        raise NotImplementedError("take: the `out` argument is not supported")
+        raise located(NotImplementedError, "take: the `out` argument is not supported",
+                      "use the returned value (arrays are immutable)")
     if axis is None:
         a = sp.reshape(a, new_sizes=(abstractify(a).size,))
         axis = 0

@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import astype, zeros_like
 from transpiler.numpy.math import where
 from transpiler.numpy.shape import (atleast_1d, atleast_2d, atleast_3d, _as_array, _slice_axis,
@@ -290,10 +291,11 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
                            high=tuple(high), interior=(0,) * x.ndim)
         return x
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported; supported modes are "
-                                  "'constant', 'edge', 'reflect', 'symmetric' and 'wrap'")
+        raise located(NotImplementedError, f"pad: mode {mode!r} is not supported; supported modes "
+                      "are 'constant', 'edge', 'reflect', 'symmetric' and 'wrap'")
     if kwargs.get("reflect_type", "even") != "even":
-        raise NotImplementedError("pad: only reflect_type='even' is supported")
+        raise located(NotImplementedError, "pad: only reflect_type='even' is supported",
+                      "leave reflect_type unset")
     for axis in range(x.ndim):
         x = _pad_axis(x, axis, builtins.int(widths[axis, 0]), builtins.int(widths[axis, 1]), mode)
     return x

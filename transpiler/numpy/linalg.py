@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray, astype, identity
 from transpiler.numpy.complex_numbers import conj, real
 from transpiler.numpy.math import abs, exp, isnan, multiply, not_equal, power, sqrt, where
@@ -292,8 +293,8 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     or ``'complete'`` (``(m, m)``), or only ``R`` for ``'r'``."""
     if mode not in ("reduced", "complete", "r"):
         if mode == "raw":
-            raise NotImplementedError("qr: mode='raw' (LAPACK's Householder vectors) is not "
-                                      "supported; use 'reduced', 'complete' or 'r'")
+            raise located(NotImplementedError, "qr: mode='raw' (LAPACK's Householder vectors) is "
+                          "not supported; use 'reduced', 'complete' or 'r'")
         raise ValueError(f"qr: unsupported mode {mode!r}; expected 'reduced', 'complete' or "
                          f"'r'")
     q, r = la.qr(_as_inexact(asarray(a), "qr"), full_matrices=mode == "complete")

@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import astype, eye, ones
 from transpiler.numpy.complex_numbers import conj
 from transpiler.numpy.math import multiply, where
@@ -114,7 +115,8 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
 def outer(a: Any, b: Any, out: Any = None) -> Any:
     """``outer(a, b)[i, j] = a.ravel()[i] * b.ravel()[j]``."""
     if out is not None:
-        raise NotImplementedError("outer: the out argument is not supported (arrays are immutable)")
+        raise located(NotImplementedError, "outer: the out argument is not supported (arrays are "
+                      "immutable)", "use the returned value")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
@@ -172,7 +174,8 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
           out: Any = None) -> Any:
     """Sum along a diagonal of the 2-d slices picked by `axis1`/`axis2`."""
     if out is not None:
-        raise NotImplementedError("trace: the out argument is not supported")
+        raise located(NotImplementedError, "trace: the out argument is not supported",
+                      "use the returned value (arrays are immutable)")
     aval = abstractify(a, 0, "trace")
     if aval.ndim < 2:
         raise shape_error(f"trace: needs an array of rank >= 2, got {aval.str_short()}")
@@ -307,7 +310,8 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = "optimal", precision
     """Einstein summation: diagonals, single-operand sums, then pairwise left-to-right
     `dot_general` contractions and a final transpose to the output order."""
     if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum: only the subscripts-string form is supported")
+        raise located(NotImplementedError, "einsum: only the subscripts-string form is supported",
+                      "pass the subscripts as one string: einsum('ij,jk->ik', a, b)")
     avals = [abstractify(x, i, "einsum") for i, x in enumerate(operands)]
     labels, out = _parse_einsum(subscripts, avals)
     dtype = promote_avals(*avals)[0] if avals else dtypes.default_float()

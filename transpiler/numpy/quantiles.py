@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing_functions import take_along_axis
 from transpiler.numpy.reductions import any as any_
@@ -83,8 +84,8 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, squash_nan
         raise ValueError("repeated axis")
     if weights is not None:
         if method != "inverted_cdf":
-            raise NotImplementedError(f"{method} doesn't support weights. Only method "
-                                      "'inverted_cdf' supports weights.")
+            raise located(NotImplementedError, f"{method} doesn't support weights. Only method "
+                          "'inverted_cdf' supports weights.")
         weights = conv.convert_element_type(asarray(weights), dtype=dtype)
         if abstractify(weights).shape != shape:
             raise shape_error(f"{fn}: weights of shape {list(abstractify(weights).shape)} "

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.shape import expand_dims, moveaxis
 from transpiler.primitives import conversions as conv
@@ -164,8 +165,8 @@ def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *,
 
 def _no_out(out: Any, fn: str) -> None:
     if out is not None:
-        raise NotImplementedError(f"{fn}: arrays are immutable, so out= is not supported; "
-                                  "use the returned value")
+        raise located(NotImplementedError, f"{fn}: arrays are immutable, so out= is not "
+                      "supported; use the returned value")
 
 
 # --- mean, var, std, average ------------------------------------------------------------
@@ -193,7 +194,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     complex numbers their real dtype."""
     _no_out(out, "var")
     if where is not None:
-        raise NotImplementedError("var: where= is not supported yet")
+        raise located(NotImplementedError, "var: where= is not supported yet",
+                      "select the elements first, or compute it with jnp.mean(..., where=...)")
     if correction is not None:
         ddof = correction
     aval = abstractify(a, 0, "var")
@@ -330,7 +332,9 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> An
 def _array_api_cumulative(fn: Callable, name: str, x: Any, axis: Any, dtype: Any,
                           include_initial: bool) -> Any:
     if include_initial:
-        raise NotImplementedError(f"{name}: include_initial=True is not supported yet")
+        raise located(NotImplementedError, f"{name}: include_initial=True is not supported yet",
+                      "prepend the initial value (0 for a sum, 1 for a product) with "
+                      "jnp.concatenate")
     if axis is None and abstractify(x, 0, name).ndim > 1:
         raise shape_error(f"{name}: axis must be given for arrays of rank > 1")
     return fn(x, axis=0 if axis is None else axis, dtype=dtype)

@@ -10,6 +10,7 @@ import operator
 from typing import Any, Optional, Sequence
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray, astype, full_like
 from transpiler.numpy.indexing_functions import take_along_axis
 from transpiler.numpy.joining import stack
@@ -67,7 +68,8 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     """Elementwise, ``choices[a]`` (all broadcast together); ``mode`` "raise" (concrete
     `a` only), "wrap" or "clip" for indices out of range."""
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+        raise located(NotImplementedError, "The 'out' argument to jnp.choose is not supported.",
+                      "use the returned value (arrays are immutable)")
     arr = asarray(a)
     options = [asarray(c) for c in choices]
     if not dtypes.is_int(arr.dtype):
@@ -95,7 +97,8 @@ def compress(condition: Any, a: Any, axis: Optional[int] = None, *,
     """The slices of `a` along `axis` (None: flattened) where the 1-d `condition` is
     true; with `size`, the first `size` of them, padded with `fill_value`."""
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+        raise located(NotImplementedError, "The 'out' argument to jnp.compress is not "
+                      "supported.", "use the returned value (arrays are immutable)")
     cond = astype(asarray(condition), dtypes.bool_)
     if cond.ndim != 1:
         raise ValueError("condition must be a 1D array")

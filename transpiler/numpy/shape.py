@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.primitives import core
 from transpiler.primitives import shape as sp
@@ -64,7 +65,8 @@ def _shape_arg(shape: Any) -> tuple[int, ...]:
 def reshape(a: Any, newshape: Any = None, order: str = "C", *, shape: Any = None) -> Any:
     """``jnp.reshape``; one dimension may be -1."""
     if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+        raise located(NotImplementedError, "reshape: only order='C' is supported",
+                      "for Fortran order, reshape the transpose: reshape(a.T, shape[::-1]).T")
     target = _shape_arg(shape if shape is not None else newshape)
     aval = abstractify(a, 0, "reshape")
     if target.count(-1) > 1:

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.indexing import getitem
 from transpiler.primitives import conversions as conv
@@ -103,7 +104,9 @@ def _kth(kth: Any, n: int, fn: str) -> int:
 def _partition_axis(a: Any, axis: int, fn: str) -> int:
     aval = abstractify(a, 0, fn)
     if aval.dtype.kind == "c":
-        raise NotImplementedError(f"jnp.{fn} for complex dtype is not implemented.")
+        raise located(NotImplementedError, f"jnp.{fn} for complex dtype is not implemented.",
+                      "partition a real key (jnp.real(a) or jnp.abs(a)) with jnp.argpartition, "
+                      "and gather with jnp.take_along_axis")
     if aval.ndim == 0:
         raise shape_error(f"{fn}: a 0-d array cannot be partitioned")
     return normalize_axis(axis, aval.ndim, fn)

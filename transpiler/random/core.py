@@ -25,6 +25,7 @@ import numpy as np
 from transpiler import dtypes
 from transpiler import numpy as jnp
 from transpiler.config import config
+from transpiler.errors import located
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import shape as sp
 from transpiler.lax.special import erf, erf_inv
@@ -167,7 +168,8 @@ def random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     size = math.prod(shape)
     count = -(-bit_width * size // 32)
     if count >= 2**32 - 1:
-        raise NotImplementedError("random: arrays of 2**32 or more words are not supported")
+        raise located(NotImplementedError, "random: arrays of 2**32 or more words are not "
+                      "supported", "draw several smaller arrays and concatenate them")
     bits = _threefry_2x32(key, conv.iota(dtype=_U32, shape=(count,), dimension=0), count)
     if bit_width == 64:
         half = count // 2
@@ -267,8 +269,8 @@ def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: Optional[str] =
     info = dtypes.finfo(dt)
     mode = "low" if mode is None else mode
     if mode == "highest":
-        raise NotImplementedError("random.gumbel: mode='highest' is not implemented yet (it "
-                                  "needs a count-leading-zeros operation); use mode='high'")
+        raise located(NotImplementedError, "random.gumbel: mode='highest' is not implemented yet "
+                      "(it needs a count-leading-zeros operation)", "use mode='high'")
     if mode not in ("low", "high"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     if mode == "low":

@@ -25,6 +25,7 @@ import numpy as np
 
 from transpiler import dtypes, tree_util
 from transpiler import numpy as jnp
+from transpiler.errors import located
 from transpiler.lax.parallel import AXES
 from transpiler.primitives.core import ShapedArray, Tracer, abstractify, dtype_error
 
@@ -214,8 +215,8 @@ def check_impl(name: str, impl: Any) -> None:
         return
     if isinstance(impl, str) and impl in ("rbg", "unsafe_rbg", "threefry4x32", "philox2x32",
                                           "philox4x32"):
-        raise NotImplementedError(f"random.{name}: only the threefry2x32 PRNG is "
-                                  f"implemented, not {impl!r}")
+        raise located(NotImplementedError, f"random.{name}: only the threefry2x32 PRNG is "
+                      f"implemented, not {impl!r}", "leave impl unset (or pass 'threefry2x32')")
     raise ValueError(f"random.{name}: unrecognized PRNG implementation {impl!r}; the one "
                      f"implemented is {IMPL!r}")
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler import numpy as jnp
+from transpiler.errors import located
 from transpiler.lax.loops import fori_loop
 from transpiler.lax import linalg as la
 from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
@@ -86,8 +87,8 @@ def _permutation_of_pivots(pivots: Any, n: int) -> Any:
     perm = np.arange(n)
     pivots = np.asarray(pivots)
     if pivots.ndim != 1:
-        raise NotImplementedError("lu_solve: batched pivots are not supported; "
-                                  "use jnp.linalg.solve")
+        raise located(NotImplementedError, "lu_solve: batched pivots are not supported; "
+                      "use jnp.linalg.solve")
     for i, p in enumerate(pivots):
         perm[i], perm[p] = perm[p], perm[i]
     return perm
@@ -148,10 +149,12 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
     """(ascending eigenvalues, eigenvectors as columns) of the symmetric `a`, reading its
     `lower` (or upper) triangle; only the eigenvalues with `eigvals_only`."""
     if b is not None:
-        raise NotImplementedError("eigh: the generalized problem (b=...) is not supported yet")
+        raise located(NotImplementedError, "eigh: the generalized problem (b=...) is not "
+                      "supported yet", "reduce it to a standard one with the Cholesky factor L "
+                      "of b: the eigenvectors y of L^-1 a L^-T give v = L^-T y")
     if eigvals is not None:
-        raise NotImplementedError("eigh: eigvals= (a subset) is not supported yet; slice the "
-                                  "result instead")
+        raise located(NotImplementedError, "eigh: eigvals= (a subset) is not supported yet; "
+                      "slice the result instead")
     w, v = jla.eigh(a, UPLO="L" if lower else "U")  # symmetrized, as JAX does
     return w if eigvals_only else (w, v)
 
@@ -169,7 +172,8 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
     """``(Q, R)`` for `mode` ``'full'`` (square ``Q``) or ``'economic'``, ``(R,)`` for
     ``'r'``."""
     if pivoting:
-        raise NotImplementedError("qr: pivoting=True is not supported yet")
+        raise located(NotImplementedError, "qr: pivoting=True is not supported yet",
+                      "use pivoting=False")
     if mode not in ("full", "economic", "r"):
         raise ValueError(f"qr: unsupported mode {mode!r}; expected 'full', 'economic' or 'r'")
     q, r = la.qr(a, full_matrices=mode != "economic")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from transpiler.errors import located
 from transpiler.lax.linalg.common import (as_float_matrix, column_loop, in_float32, index_grid,
                                          matmul, narrowed, swap_last, widened, window)
 from transpiler.primitives.batching import leading_batch_rule
@@ -107,7 +108,8 @@ def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
     ``q`` orthogonal (``(m, m)`` when `full_matrices`, else ``(m, min(m, n))``) and ``r``
     upper triangular, with LAPACK's signs."""
     if pivoting:
-        raise NotImplementedError("qr: pivoting=True (column-pivoted QR) is not supported yet")
+        raise located(NotImplementedError, "qr: pivoting=True (column-pivoted QR) is not "
+                      "supported yet", "use pivoting=False")
     x = as_float_matrix(x, "qr")
     work = widened(x)
     q = householder_q_p(work, full_matrices=bool(full_matrices))

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes
+from transpiler.errors import located
 from transpiler.lax.control import while_loop
 from transpiler.lax.linalg.common import (as_float_matrix, check_square, column_loop, in_float32,
                                          matmul, narrowed, swap_last, symmetrized, traced_once,
@@ -370,8 +371,8 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
     symmetric matrix in `x`: of ``(x + x^T) / 2`` when `symmetrize_input`, else of the
     symmetric matrix its `lower` (or upper) triangle holds."""
     if subset_by_index is not None:
-        raise NotImplementedError("eigh: subset_by_index is not supported yet; slice the "
-                                  "eigenvalues and eigenvectors it returns")
+        raise located(NotImplementedError, "eigh: subset_by_index is not supported yet; slice "
+                      "the eigenvalues and eigenvectors it returns")
     x = as_float_matrix(x, "eigh")
     check_square("eigh", abstractify(x))
     work = widened(x)
@@ -392,8 +393,8 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
     making ``u^T x v`` nonnegative: orthonormal even where a singular value is 0, and
     completed to a square matrix when `full_matrices`."""
     if subset_by_index is not None:
-        raise NotImplementedError("svd: subset_by_index is not supported yet; slice the "
-                                  "result instead")
+        raise located(NotImplementedError, "svd: subset_by_index is not supported yet; slice "
+                      "the result instead")
     x = as_float_matrix(x, "svd")
     work = widened(x)
     m, n = abstractify(work).shape[-2:]

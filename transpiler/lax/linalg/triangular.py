@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from transpiler.errors import located
 from transpiler.lax.linalg.common import (check_square, column_loop, in_float32, index_grid,
                                          matmul, swap_last, symmetrized, window)
 from transpiler.primitives.batching import leading_batch_rule
@@ -208,7 +209,8 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     the `lower` (or upper) triangle of `a` is read. Batched over leading dimensions."""
     a, b = asarray(a), asarray(b)
     if conjugate_a and abstractify(a).dtype.kind == "c":
-        raise NotImplementedError("triangular_solve: complex matrices are not supported yet")
+        raise located(NotImplementedError, "triangular_solve: conjugate_a=True is not supported "
+                      "yet for complex matrices", "pass jnp.conj(a) with conjugate_a=False")
     return triangular_solve_p(a, b, left_side=bool(left_side), lower=bool(lower),
                                    transpose_a=bool(transpose_a), conjugate_a=False,
                                    unit_diagonal=bool(unit_diagonal))

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from transpiler import numpy as jnp
+from transpiler.errors import located
 from transpiler.lax import linalg as la
 from transpiler.scipy.stats.common import promote_inexact
 
@@ -15,8 +16,8 @@ def logpdf(x: Any, mean: Any, cov: Any, allow_singular: Any = None) -> Any:
     """``log N(x; mean, cov)`` over the last axis of `x`; `cov` a matrix, a vector (its
     diagonal) or a scalar (times the identity), as in JAX."""
     if allow_singular is not None:
-        raise NotImplementedError("multivariate_normal.logpdf: allow_singular is not "
-                                  "supported (as in JAX)")
+        raise located(NotImplementedError, "multivariate_normal.logpdf: allow_singular is not "
+                      "supported (as in JAX)", "leave allow_singular unset")
     x, mean, cov = promote_inexact(x, mean, cov)
     if mean.ndim == 0 and cov.ndim == 0:  # one dimension
         return -0.5 * (x - mean) ** 2 / cov - 0.5 * (math.log(2 * math.pi) + jnp.log(cov))

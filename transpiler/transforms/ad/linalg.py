@@ -7,6 +7,7 @@ from typing import Any
 
 
 import transpiler.numpy as jnp
+from transpiler.errors import located
 from transpiler.lax import linalg as la
 from transpiler.lax.linalg import spectral
 
@@ -171,10 +172,13 @@ def svd_vectors_cotangent(g: Any, a: Any, v: Any) -> Any:
 def _qr_r(a: Any, q: Any) -> Any:
     shape, k = jnp.shape(a), jnp.shape(q)[-1]
     if shape[-2] < shape[-1] or k != shape[-1]:
-        raise NotImplementedError(
+        raise located(
+            NotImplementedError,
             f"qr: the derivative of Q is implemented for matrices with at least as many rows "
             f"as columns, with full_matrices=False unless square (as in JAX); got shape "
-            f"{list(shape)} and Q with {k} columns")
+            f"{list(shape)} and Q with {k} columns",
+            "for a wide matrix, differentiate the QR of its transpose; else pass "
+            "full_matrices=False")
     return jnp.triu(_mT(q) @ a)
 
 

@@ -29,12 +29,10 @@ from transpiler.errors import TranspileError
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import classify as cl
 from transpiler.transforms.common.statements import (TIGHT_EQUAL, _all_assigned, _append, _assign,
-                                            _block, _deferred_error, transform_namespace,
-                                            _param_names, _source_line, closure_reads,
-                                            fixpoint, index_text, renamed_line,
+                                            _block, _code, _deferred_error, transform_namespace,
+                                            _param_names, _source_line, atom_text, closure_reads,
+                                            fixpoint, index_text, nested_blocks, renamed_line,
                                             split_return)
-from transpiler.transforms.forward.transform import ForwardAD
-from transpiler.transforms.forward.transform import _code, _text
 from transpiler.transforms.common.rename import assigned_names
 from transpiler.transforms.reverse.transform import Generated
 from transpiler.transforms.reverse.structural_rules import AT_METHODS
@@ -129,7 +127,7 @@ class Vectorize:
         statements += self.block(stmts)
         out = ret.body[0].value
         assert out is not None
-        result: Any = cst.parse_statement(f"return {_text(out)}, {self.dim(out)}")
+        result: Any = cst.parse_statement(f"return {atom_text(out)}, {self.dim(out)}")
         self.origin[result] = self.parsed.locations.get(ret)
         if not self.library:  # what the reader needs first: which arguments are batched
             shared = [p for p in self.params if p not in self.batched_params]
@@ -164,7 +162,7 @@ class Vectorize:
             if isinstance(stmt, cst.For) and self.is_batched(stmt.iter):
                 self.batched.update(assigned_names(stmt.target))
             if isinstance(stmt, cst.BaseCompoundStatement):
-                for block in ForwardAD.nested(stmt):
+                for block in nested_blocks(stmt):
                     self.analyze(block)
                 continue
             append = _append(stmt)
@@ -271,7 +269,7 @@ class Vectorize:
         if isinstance(stmt, (cst.If, cst.While)):
             new = self.compound(stmt)
             if self.is_batched(stmt.test):
-                test = _text(stmt.test)
+                test = atom_text(stmt.test)
                 new = new.with_changes(test=cst.parse_expression(
                     f"bt.branch({test}, {self.b(test)}, {self.where(stmt)})"))
             return [new]
@@ -288,7 +286,7 @@ class Vectorize:
                 new = new.with_changes(  # type: ignore[attr-defined]
                     target=cst.parse_expression(f"({target}, {dims})"),
                     iter=cst.parse_expression(
-                        f"bt.iterate({_text(stmt.iter)}, {self.dim(stmt.iter)})"))
+                        f"bt.iterate({atom_text(stmt.iter)}, {self.dim(stmt.iter)})"))
             return [new]
         if isinstance(stmt, cst.Try):
             return [self.compound(stmt)]
@@ -409,13 +407,13 @@ class Vectorize:
         if op.kind in ("pack", "dict"):
             if isinstance(value, cst.Dict):
                 items = ", ".join(  # (`**d`: the entries' own companions)
-                    f"**bt.keyword_dims({_text(e.value)}, {self.dim(e.value)})"
+                    f"**bt.keyword_dims({atom_text(e.value)}, {self.dim(e.value)})"
                     if isinstance(e, cst.StarredDictElement) else
                     f"{_code(e.key)}: {self.dim(e.value)}"  # type: ignore[attr-defined]
                     for e in value.elements)
                 return [stmt, self.line(f"{self.b(t)} = {{{items}}}")]
             elements = value.elements  # type: ignore[attr-defined]
-            items = ", ".join(f"*bt.star_dims({_text(e.value)}, {self.dim(e.value)})"
+            items = ", ".join(f"*bt.star_dims({atom_text(e.value)}, {self.dim(e.value)})"
                               if isinstance(e, cst.StarredElement) else self.dim(e.value)
                               for e in elements)
             close = "," if len(elements) == 1 and isinstance(value, cst.Tuple) else ""
@@ -427,14 +425,14 @@ class Vectorize:
             fn_name = cl.ATTRIBUTE_TO_FUNCTION.get(op.attr)
             if fn_name is None:  # a field of a NamedTuple, a dataclass, a registered pytree
                 obj = value.value  # type: ignore[attr-defined]
-                return [self.line(f"{t}, {self.b(t)} = bt.getattribute({_text(obj)}, "
+                return [self.line(f"{t}, {self.b(t)} = bt.getattribute({atom_text(obj)}, "
                                   f"{self.dim(obj)}, {op.attr!r})")]
             return [self.call_line(t, f"jnp.{fn_name}", [cst.Arg(value.value)])]  # type: ignore
         if op.kind in ("binop", "unary"):
             operator = type(value.operator)  # type: ignore[attr-defined]
             if operator is cst.Not:  # `not xs` of a container is a fact about it
                 x = value.expression  # type: ignore[attr-defined]
-                return [self.line(f"{t}, {self.b(t)} = bt.logical_not({_text(x)}, "
+                return [self.line(f"{t}, {self.b(t)} = bt.logical_not({atom_text(x)}, "
                                   f"{self.dim(x)})")]
             name = op.callee or _BITWISE.get(operator) or (
                 "invert" if operator is cst.BitInvert else None)
@@ -501,7 +499,7 @@ class Vectorize:
         self.local_names.update((var, e))
         inner = self.statement(cst.parse_statement(f"{e} = {_code(comp.elt)}\n"))
         if isinstance(loop.iter, cst.Name):
-            head = f"for {var}, {self.b(var)} in bt.iterate({_text(loop.iter)}, " \
+            head = f"for {var}, {self.b(var)} in bt.iterate({atom_text(loop.iter)}, " \
                    f"{self.dim(loop.iter)}):"
             first: list[str] = []
         elif not any(n in self.batched for n in cl.names_in(loop.iter)):
@@ -523,7 +521,7 @@ class Vectorize:
         if isinstance(base, cst.Name) and base.value in self.at_parts:  # x.at[i]
             return [stmt, self.line(f"{self.b(t)} = {self.dim(base)}")]
         key, key_dims = self.key(value)
-        return [self.line(f"{t}, {self.b(t)} = bt.getitem({_text(base)}, {self.dim(base)}, "
+        return [self.line(f"{t}, {self.b(t)} = bt.getitem({atom_text(base)}, {self.dim(base)}, "
                           f"{key}, {key_dims})")]
 
     def key(self, value: cst.Subscript) -> tuple[str, str]:
@@ -557,8 +555,7 @@ class Vectorize:
         kind = cl.callee_kind(op.callee)
         args = list(call.args)
         if kind == "method":
-            receiver = cst.Arg(cst.Name(op.method_self))  # type: ignore[arg-type]
-            method = op.callee[1]
+            receiver, method = cl.method_call(op)
             if method in AT_METHODS and op.method_self in self.at_parts:
                 return [self.at_update(stmt, t, op, args)]
             if method in cl.METHOD_OWN:
@@ -570,7 +567,7 @@ class Vectorize:
         fn_dims = None
         if isinstance(call.func, cst.Name) and call.func.value in self.batched:  # a closure
             fn_dims = self.b(call.func.value)
-        return [self.call_line(t, _text(call.func), args, fn_dims)]
+        return [self.call_line(t, atom_text(call.func), args, fn_dims)]
 
     def call_line(self, t: str, fn: str, args: list[cst.Arg],
                   fn_dims: Optional[str] = None) -> cst.BaseStatement:
@@ -578,17 +575,17 @@ class Vectorize:
         positional, dims, kwargs, kwdims = [], [], [], []
         for a in args:
             if a.star == "**":
-                kwargs.append(f"**{_text(a.value)}")
-                kwdims.append(f"**bt.keyword_dims({_text(a.value)}, {self.dim(a.value)})")
+                kwargs.append(f"**{atom_text(a.value)}")
+                kwdims.append(f"**bt.keyword_dims({atom_text(a.value)}, {self.dim(a.value)})")
             elif a.keyword is not None:
-                kwargs.append(f"{a.keyword.value!r}: {_text(a.value)}")
+                kwargs.append(f"{a.keyword.value!r}: {atom_text(a.value)}")
                 if self.is_batched(a.value):
                     kwdims.append(f"{a.keyword.value!r}: {self.dim(a.value)}")
             elif a.star == "*":
-                positional.append(f"*{_text(a.value)}")
-                dims.append(f"*bt.star_dims({_text(a.value)}, {self.dim(a.value)})")
+                positional.append(f"*{atom_text(a.value)}")
+                dims.append(f"*bt.star_dims({atom_text(a.value)}, {self.dim(a.value)})")
             else:
-                positional.append(_text(a.value))
+                positional.append(atom_text(a.value))
                 dims.append(self.dim(a.value))
         close = "," if len(positional) == 1 else ""
         text = f"{t}, {self.b(t)} = bt.call({fn}, ({', '.join(positional)}{close}), " \
@@ -611,9 +608,9 @@ class Vectorize:
         key, key_dims = self.key(sub)
         method = op.callee[1]
         values = [a for a in args if a.keyword is None]
-        value = _text(values[0].value) if values else "None"
+        value = atom_text(values[0].value) if values else "None"
         value_dim = self.dim(values[0].value) if values else "None"
-        kwargs = ", ".join(f"{a.keyword.value!r}: {_text(a.value)}"  # type: ignore[union-attr]
+        kwargs = ", ".join(f"{a.keyword.value!r}: {atom_text(a.value)}"  # type: ignore[union-attr]
                            for a in args if a.keyword is not None)
         return self.line(f"{t}, {self.b(t)} = bt.at_update({x}, {self.dim(cst.Name(x))}, {key}, "
                          f"{key_dims}, {method!r}, {value}, {value_dim}, {{{kwargs}}})")

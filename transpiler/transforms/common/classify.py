@@ -212,6 +212,13 @@ def static_comprehension(value: cst.BaseExpression, namespace: dict[str, Any],
     return op.kind == "call" and callee_kind(op.callee) == "static"
 
 
+def method_call(op: Op) -> tuple[cst.Arg, str]:
+    """A method call ``x.method(...)``: its receiver, as the first argument of the function
+    the call becomes, and the method's name."""
+    assert op.method_self is not None  # classify records the receiver of every method call
+    return cst.Arg(cst.Name(op.method_self)), op.callee[1]
+
+
 def unbound_method(receiver: str, method: str, args: list) -> tuple[cst.BaseExpression, list]:
     """``x.method(*args)`` as ``ad.unbound(x, "method")(x, *args)``: the call of a method of
     a Python class as a call of its function (transforms/ad/cotangents.py)."""

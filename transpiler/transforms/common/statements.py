@@ -59,6 +59,20 @@ def _block(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
     return list(cast(cst.IndentedBlock, suite).body)
 
 
+def nested_blocks(stmt: cst.BaseStatement) -> list[list[cst.BaseStatement]]:
+    """The statement blocks inside a compound statement (if/else, loops, and the
+    try/except of library code), or [] for a simple statement."""
+    if not isinstance(stmt, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
+        return []
+    blocks = [_block(stmt.body)]
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.Else):
+        blocks.append(_block(orelse.body))
+    for handler in getattr(stmt, "handlers", ()):
+        blocks.append(_block(handler.body))
+    return blocks
+
+
 def _bar(name: str) -> cst.Name:
     return cst.Name(f"{name}_bar")
 
@@ -287,6 +301,14 @@ def _expression_pieces(expression: str) -> list[tuple[str, str]]:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
+
+
+def atom_text(node: cst.CSTNode) -> str:
+    """The code of an ANF atom; a negative constant parenthesized (it may become an operand)."""
+    if type(node) is cst.Name:
+        return node.value  # type: ignore[attr-defined]
+    code = _code(node)
+    return f"({code})" if code.startswith("-") else code
 
 
 def _module(alias: str) -> Any:
