@@ -466,6 +466,21 @@ def dict_item_updates(x, s):
 add("dict-item-updates", dict_item_updates, vector_and_scale, vec=dict_item_updates_vec)
 
 
+def dict_of_keywords_and_mappings_vec(x, s):
+    base = dict(a=x * s, b=jnp.sin(x))
+    merged = dict({"c": base["a"] * 2}, **base, d=x)
+    merged["b"] = merged["b"] * merged["c"]
+    return merged["a"] + merged["b"] + {**merged, "d": x * x}["d"]
+
+
+def dict_of_keywords_and_mappings(x, s):
+    return jnp.sum(dict_of_keywords_and_mappings_vec(x, s) ** 2)
+
+
+add("dict-keywords-and-unpacking", dict_of_keywords_and_mappings, vector_and_scale,
+    vec=dict_of_keywords_and_mappings_vec)
+
+
 # --- NumPy-style in-place updates of a local array ---------------------------------------
 
 def inplace_updates_vec(x, s):

@@ -165,6 +165,34 @@ _AT_UPDATES = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply",
                cst.DivideAssign: "divide", cst.PowerAssign: "power"}
 
 
+class DictCallsToDisplays(LocatedTransformer):
+    """``dict(a=x)`` -> ``{"a": x}``, ``dict({...}, **kw)`` -> ``{**{...}, **kw}``: a dict
+    made from keywords and mappings as the display it equals, whose entries the transforms
+    follow (the call's keywords they would have to differentiate through ``dict`` itself).
+    A positional argument that may be a sequence of pairs (``dict(zip(ks, vs))``) keeps
+    the call."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not hasattr(self, "_shadowed"):  # the function itself: a `dict` of its own?
+            self._shadowed = "dict" in _assigned_names(node) | {
+                p.name.value for p in m.findall(node.params, m.Param())}  # type: ignore[attr-defined]
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if self._shadowed or not m.matches(updated.func, m.Name("dict")) or not updated.args:
+            return updated
+        elements: list[cst.BaseDictElement] = []
+        for i, arg in enumerate(updated.args):
+            if arg.keyword is not None:
+                elements.append(cst.DictElement(cst.SimpleString(repr(arg.keyword.value)),
+                                                arg.value))
+            elif arg.star == "**" or (i == 0 and not arg.star and isinstance(
+                    arg.value, (cst.Dict, cst.DictComp))):
+                elements.append(cst.StarredDictElement(arg.value))
+            else:
+                return updated  # dict(pairs): the call
+        return cst.Dict(elements)
+
+
 class FunctionalItemUpdates(LocatedTransformer):
     """``y[i] = v`` -> ``y = y.at[i].set(v)``, ``y[i] += v`` -> ``y = y.at[i].add(v)``: the
     element updates the fence let through (arrays this function made and shares with no
@@ -614,6 +642,8 @@ CANONICALIZE_PASSES: list[Stage] = [
         counts[cst.GeneratorExp]) or any(m.matches(n, m.Call(func=m.Name()))
                                          and cast(cst.Name, n.func).value in _ITERATOR_CALLS
                                          for n in _calls(func))),
+    Stage("dict-calls-to-displays", DictCallsToDisplays, needed=lambda func, counts: any(
+        m.matches(n, m.Call(func=m.Name("dict"))) for n in _calls(func))),
     Stage("functional-item-updates", FunctionalItemUpdates, triggers=(cst.Subscript,)),
     Stage("expand-elif", ExpandElif, triggers=(cst.If,), needed=lambda func, counts: any(
         isinstance(s, cst.If) and isinstance(s.orelse, cst.If)

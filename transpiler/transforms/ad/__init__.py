@@ -236,7 +236,8 @@ from transpiler.transforms.ad.cotangents import (  # noqa: E402,F401
     attribute_tangent, basis_of, custom_vjp_bwd, defined, fail, finalize, forward_jacobian,
     index_bar, is_scalar, item, items_bar, items_tangent, keyword_bars, map_bar, or_zeros, primal,
     repeat_bar, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative,
-    set_item_tangent, spread, unbound, unpacked_cotangent, unpacked_parts, values_bar, values_tangent, vjp_call,
+    set_item_tangent, spread, unbound, unpacked_cotangent, unpacked_dict_bar, unpacked_parts,
+    values_bar, values_tangent, vjp_call,
     vjp_call_closure,
     vjp_call_closure_keywords, vjp_call_keywords, with_item_tangent, without_item)
 from transpiler.transforms.ad.tangents import *  # noqa: E402,F401,F403  (JVP helpers)

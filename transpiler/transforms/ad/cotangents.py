@@ -198,6 +198,16 @@ def item(g: Any, key: Any) -> Any:
     return g[key]
 
 
+def unpacked_dict_bar(g: Any, part: dict, later: Any) -> Any:
+    """The cotangent of `part`, a dict unpacked into a dict literal (``{**part, k: v}``)
+    whose cotangent is `g`: the entries of `g` at `part`'s keys, but for those a later
+    entry of the literal (keys `later`) replaced, which took none of it."""
+    if g is None:
+        return None
+    replaced = set(later)
+    return {k: g.get(k) for k in part if k not in replaced}
+
+
 def appended(xs: Any, value: Any) -> list:
     """``xs.append(value)`` as a new list: reverse mode rewrites appends into this, so that a
     list built in a loop is an ordinary value whose cotangent is a list (the last entry's

@@ -25,6 +25,8 @@ RULES: dict[str, Rule] = {
     "cotangent_with_item": lambda t, x, d: f"ad.with_item_tangent({x[0]}, {d[0]}, {x[1]}, "
                                            f"{d[2]})",
     "cotangent_without_item": lambda t, x, d: f"ad.without_item({d[0]}, {x[1]})",
+    "cotangent_unpacked_dict": lambda t, x, d: f"ad.unpacked_dict_bar({d[0]}, {x[1]}, "
+                                               f"{x[2]})",
     "cotangent_items_bar": lambda t, x, d: f"ad.items_bar({x[0]}, {d[1]})",
     "cotangent_values_bar": lambda t, x, d: f"ad.values_bar({x[0]}, {d[1]})",
     "cotangent_attribute_bar": lambda t, x, d: f"ad.attribute_bar({x[0]}, {x[1]}, {d[2]})",

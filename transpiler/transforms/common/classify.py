@@ -290,6 +290,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(finalize): "pass",
                               id(forward_helpers.zeros_like_tree): "static",
                               id(rh.add): "cotangent_add", id(rh.item): "cotangent_item",
+                              id(rh.unpacked_dict_bar): "cotangent_unpacked_dict",
                               id(rh.index_bar): "cotangent_index_bar",
                               id(rh.attribute_bar): "cotangent_attribute_bar",
                               id(with_item): "cotangent_with_item",

@@ -52,10 +52,19 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
     if op.kind in ("pack", "dict"):
         out: list[cst.BaseStatement] = []
         offset = ""  # `(*s, a, b)`: a's place is len(s) + 0, known at run time
-        for i, element in enumerate(value.elements):  # type: ignore[attr-defined]
-            if isinstance(element, cst.StarredDictElement):
-                raise gen.error(stmt, "unpacking (**d) of a differentiated value in a dict "
-                                "literal is not supported yet")
+        elements = value.elements  # type: ignore[attr-defined]
+        for i, element in enumerate(elements):
+            if isinstance(element, cst.StarredDictElement):  # `**d`: its keys' cotangents
+                if not isinstance(element.value, cst.Name):
+                    raise gen.error(stmt, "internal: unpacking a non-name in ANF code")
+                later = ", ".join(f"*{cst.Module([]).code_for_node(e.value)}"
+                                  if isinstance(e, cst.StarredDictElement) else
+                                  cst.Module([]).code_for_node(e.key)
+                                  for e in elements[i + 1:])
+                out += gen.accumulate(element.value.value, parse_template_expression(
+                    f"ad.unpacked_dict_bar({{g}}, {{d}}, [{later}])", g=bar,
+                    d=element.value))
+                continue
             key = cst.parse_expression(f"{offset}{i}") if op.kind == "pack" else element.key
             item = element.value
             if isinstance(element, cst.StarredElement) and isinstance(item, cst.Name) and \
@@ -391,6 +400,9 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
         view = "items" if kind == "cotangent_items_bar" else "values"
         out += gen.accumulate(names[1], parse_template_expression(
             f"ad.{view}_tangent({{d}}, {{b}})", d=args[0].value, b=bar))
+    elif kind == "cotangent_unpacked_dict" and names[0]:  # a restriction: its own transpose
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.unpacked_dict_bar({b}, {d}, {k})", b=bar, d=args[1].value, k=args[2].value))
     elif kind == "cotangent_without_item" and names[0]:  # a dict cotangent less one entry
         out += gen.accumulate(names[0], parse_template_expression(
             "ad.without_item({b}, {k})", b=bar, k=args[1].value))
