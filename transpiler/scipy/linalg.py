@@ -15,9 +15,15 @@ from transpiler.lax.loops import fori_loop
 from transpiler.lax import linalg as la
 from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
 from transpiler.numpy import linalg as jla
+from transpiler.scipy.special_matrices import (  # noqa: F401  (re-exported)
+    circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
+    helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu",
-           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "circulant",
+           "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion",
+           "hadamard", "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie",
+           "pascal", "toeplitz"]
 
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
