@@ -160,6 +160,95 @@ def test_empty_operands():
             np.testing.assert_array_equal(np.asarray(got), want)
 
 
+# --- the lowering: channels-last layouts, a single input feature widened -----------------------
+
+# Shapes that take each path of the lowering (primitives/convolution.py,
+# `_channels_last_convolution`): operands and result transposed (or, when only unit
+# dimensions move, reshaped), a single input feature padded to two, and the cases that
+# are left alone (one feature per group, a single output feature).
+LAYOUT_CASES = {
+    "one channel, NHWC": ((3, 7, 6, 1), (3, 2, 1, 4),
+                          ((1, 1), "VALID", None, None, ("NHWC", "HWIO", "NHWC")), {}),
+    "one channel, NCHW, strided SAME": ((2, 1, 7, 6), (3, 1, 3, 2), ((2, 1), "SAME"), {}),
+    "one channel, 1d, both dilations": ((2, 1, 9), (2, 1, 3), ((1,), [(1, 2)], (2,), (2,)), {}),
+    "one channel, 3d": ((2, 1, 4, 3, 5), (2, 1, 2, 2, 3), ((1, 1, 2), "SAME"), {}),
+    "one output feature, NCHW": ((2, 3, 6, 5), (1, 3, 2, 2), ((1, 1), "SAME"), {}),
+    "every layout transposed": ((5, 6, 2, 3), (4, 2, 3, 2),
+                                ((1, 2), [(1, 0), (0, 1)], None, (1, 1),
+                                 ("HWCN", "OHWI", "CWHN")), {}),
+    "only unit dimensions move": ((1, 1, 6, 5), (2, 1, 3, 1), ((1, 1), "VALID"), {}),
+    "one channel per group": ((2, 3, 6, 5), (6, 1, 2, 2), ((1, 1), "VALID"),
+                              {"feature_group_count": 3}),
+}
+LAYOUT_NAMES = list(LAYOUT_CASES)
+
+
+def _layout_operands(name: str, dtype=np.float32):
+    lhs_shape, rhs_shape, _, _ = LAYOUT_CASES[name]
+    rng = np.random.default_rng(100 + LAYOUT_NAMES.index(name))
+    return (rng.standard_normal(lhs_shape).astype(dtype),
+            rng.standard_normal(rhs_shape).astype(dtype))
+
+
+def _layout_conv(name: str, lax_module=lax):
+    _, _, params, keywords = LAYOUT_CASES[name]
+    return lambda x, w: lax_module.conv_general_dilated(x, w, *params, **keywords)
+
+
+def _layout_loss(name: str, module, lax_module):
+    conv = _layout_conv(name, lax_module)
+
+    def loss(x, w):
+        y = conv(x, w)
+        return module.sum(module.sin(y) * y)
+    return loss
+
+
+def test_lowered_layouts_match_the_definition_eagerly_and_under_jit():
+    operands = [_layout_operands(name) for name in LAYOUT_NAMES]
+    staged = tp.jit(lambda ops: [_layout_conv(n)(x, w)
+                                 for n, (x, w) in zip(LAYOUT_NAMES, ops)])(operands)
+    for name, (x, w), jitted in zip(LAYOUT_NAMES, operands, staged):
+        _, _, params, keywords = LAYOUT_CASES[name]
+        want = loop_conv(x, w, *params, **keywords)
+        for value in (_layout_conv(name)(x, w), jitted):
+            assert value.dtype == np.float32 and value.shape == want.shape, name
+            np.testing.assert_allclose(np.asarray(value), want, rtol=1e-5, atol=1e-5,
+                                       err_msg=name)
+
+
+def test_lowered_layouts_gradients_under_jit_match_jax():
+    """The cotangent convolutions of those shapes (a single input feature becomes the
+    kernel cotangent's batch and the lhs cotangent's single output feature)."""
+    jax = pytest.importorskip("jax")
+    operands = [_layout_operands(name) for name in LAYOUT_NAMES]
+
+    def grads(ops):
+        return [tp.grad(_layout_loss(n, jnp, lax), argnums=(0, 1))(x, w)
+                for n, (x, w) in zip(LAYOUT_NAMES, ops)]
+
+    staged = tp.jit(grads)(operands)
+    for name, (x, w), got in zip(LAYOUT_NAMES, operands, staged):
+        want = jax.grad(_layout_loss(name, jax.numpy, jax.lax), argnums=(0, 1))(x, w)
+        for g, v, which in zip(got, want, ("lhs", "rhs")):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(v), rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{name} {which}")
+
+
+def test_convolutions_are_lowered_channels_last():
+    """Every stablehlo.convolution, the cotangents' too, is in the (N, S..., C) x
+    (S..., I, O) layouts that IREE vectorizes, and a single input channel is widened."""
+    name = "one channel, NCHW, strided SAME"
+    x, w = _layout_operands(name)
+    text = tp.jit(tp.grad(_layout_loss(name, jnp, lax), argnums=(0, 1))).lower(x, w).as_text()
+    convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
+    assert len(convolutions) >= 3  # the forward one and the two cotangents
+    for line in convolutions:
+        assert "dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in line, line
+    forward = tp.jit(_layout_conv(name)).lower(x, w).as_text()
+    assert "(tensor<2x7x6x2xf32>, tensor<3x2x2x3xf32>) -> tensor<2x4x6x3xf32>" in forward
+
+
 # --- derivatives -------------------------------------------------------------------------------
 
 def _loss(name, module, lax_module):

@@ -18,7 +18,8 @@ splits as ``(B, N / B)`` (group major), group ``b`` meeting output features
 
 Eagerly: the dilated, padded lhs is cut into its windows (one strided slice per kernel
 offset) and contracted with the kernel by one ``einsum`` per call. Lowered: one
-``stablehlo.convolution`` (four real ones for complex operands; `_conv_lower`).
+``stablehlo.convolution`` in channels-last layouts (four real ones for complex operands;
+`_conv_lower`, `_channels_last_convolution`).
 """
 
 from __future__ import annotations
@@ -357,23 +358,25 @@ def _conv_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, window_strides: Seq
                 padding: Pairs, lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
                 dimension_numbers: Specs, feature_group_count: int, batch_group_count: int,
                 preferred_element_type: Optional[np.dtype] = None) -> Any:
-    """One ``stablehlo.convolution`` in the compute dtype (IREE 3.13 compiled every option
-    -- strides, explicit and negative padding, both dilations, feature and batch groups,
-    any layout, 1-D to 3-D -- to eager's values; tests/test_convolution.py). A complex
-    convolution is four real ones, ``(a + ib) * (c + id) = (a*c - b*d) + i(a*d + b*c)``:
-    IREE 3.13 cannot compile a complex128 one (it zero-fills the accumulator with an i128
-    splat), and dot_general's complex products are split the same way."""
+    """One ``stablehlo.convolution`` in the compute dtype, in channels-last layouts
+    (`_channels_last_convolution`; IREE 3.13 compiled every option -- strides, explicit and
+    negative padding, both dilations, feature and batch groups, any layout, 1-D to 3-D --
+    to eager's values; tests/test_convolution.py). A complex convolution is four real ones,
+    ``(a + ib) * (c + id) = (a*c - b*d) + i(a*d + b*c)``: IREE 3.13 cannot compile a
+    complex128 one (it zero-fills the accumulator with an i128 splat), and dot_general's
+    complex products are split the same way."""
     lhs_aval, rhs_aval = ctx.avals_in
     out = ctx.aval_out
     result, work = conv_dtypes(lhs_aval, rhs_aval, preferred_element_type)
     lhs = ctx.convert(lhs, lhs_aval, work)
     rhs = ctx.convert(rhs, rhs_aval, work)
-    attributes = _attributes(window_strides, padding, lhs_dilation, rhs_dilation,
-                             dimension_numbers, feature_group_count, batch_group_count)
 
     def convolve(x: Any, y: Any, dtype: np.dtype) -> Any:
-        return ctx.op("stablehlo.convolution", [x, y], tensor_type(out.shape, dtype),
-                      attributes)
+        return _channels_last_convolution(
+            ctx, x, y, dtype, lhs_aval.shape, rhs_aval.shape, out.shape,
+            window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+            rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+            feature_group_count=feature_group_count, batch_group_count=batch_group_count)
 
     if dtypes.is_complex(work):
         part = dtypes.real_dtype(work)
@@ -386,6 +389,70 @@ def _conv_lower(ctx: LoweringContext, lhs: Any, rhs: Any, *, window_strides: Seq
     else:
         value = convolve(lhs, rhs, work)
     return ctx.convert(value, out.update(dtype=work), result)
+
+
+def _channels_last_convolution(ctx: LoweringContext, lhs: Any, rhs: Any, dtype: np.dtype,
+                               lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                               out_shape: Sequence[int], *, dimension_numbers: Specs,
+                               feature_group_count: int, batch_group_count: int,
+                               **params: Any) -> Any:
+    """The convolution of operands transposed to ``(N, S..., C)`` and ``(S..., I, O)``,
+    its ``(N, S..., O)`` result transposed back to `dimension_numbers`' layout.
+
+    IREE 3.13 vectorizes a convolution only in these layouts: any other (NCHW, the
+    ``(O, I)``-swapped kernel of every lhs cotangent, the batch/feature-swapped operands of
+    every kernel cotangent) became a scalar loop nest, 5-60x slower (LeNet's training step
+    2.0x jax.jit's time before, tests/bench/nets.py). An operand's transpose goes behind an
+    optimization barrier, or IREE folds it back into the convolution's indexing. An input
+    feature dimension of size 1 (a grayscale image's channel) is padded to 2 with zeros:
+    IREE drops the unit dimension and then takes the same slow path (5x at LeNet's first
+    convolution). (Padding a single output feature the same way made IREE 3.13 fail to
+    compile ``jnp.correlate`` of short vectors.) Lowering to patches times kernel (im2col:
+    strided slices and one dot_general) measured as fast or slower than this for LeNet's
+    convolutions and their cotangents."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rank = len(lhs_spec) - 2
+    lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+    rhs_perm = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
+    out_perm = (out_spec[0], *out_spec[2:], out_spec[1])
+    x_shape = [lhs_shape[d] for d in lhs_perm]
+    y_shape = [rhs_shape[d] for d in rhs_perm]
+    shape = [out_shape[d] for d in out_perm]
+    x = _transpose(ctx, lhs, lhs_shape, lhs_perm, dtype, wall=True)
+    y = _transpose(ctx, rhs, rhs_shape, rhs_perm, dtype, wall=True)
+    if feature_group_count == batch_group_count == 1 and x_shape[-1] == 1:
+        x, x_shape = _widen(ctx, x, x_shape, rank + 1, dtype)  # a zero second feature
+        y, y_shape = _widen(ctx, y, y_shape, rank, dtype)
+    spatial = tuple(range(1, rank + 1))
+    canonical = ((0, rank + 1, *spatial), (rank + 1, rank, *range(rank)),
+                 (0, rank + 1, *spatial))
+    value = ctx.op("stablehlo.convolution", [x, y], tensor_type(shape, dtype), _attributes(
+        dimension_numbers=canonical, feature_group_count=feature_group_count,
+        batch_group_count=batch_group_count, **params))
+    return _transpose(ctx, value, shape, [int(a) for a in np.argsort(out_perm)], dtype)
+
+
+def _transpose(ctx: LoweringContext, x: Any, shape: Sequence[int], perm: Sequence[int],
+               dtype: np.dtype, wall: bool = False) -> Any:
+    """`x` transposed to `perm`; with `wall`, behind an optimization barrier. One that
+    moves only dimensions of size 1 is a reshape."""
+    out = [shape[p] for p in perm]
+    if [p for p in perm if shape[p] != 1] == [a for a in range(len(shape)) if shape[a] != 1]:
+        return x if list(out) == list(shape) else ctx.reshape(x, dtype, out)
+    value = ctx.op("stablehlo.transpose", [x], tensor_type(out, dtype),
+                   {"permutation": i64_array(perm)})
+    return ctx.barrier(value) if wall else value
+
+
+def _widen(ctx: LoweringContext, x: Any, shape: Sequence[int], axis: int,
+           dtype: np.dtype) -> tuple[Any, list[int]]:
+    """`x` with zeros appended along `axis` (of size 1) to size 2: (value, its shape)."""
+    high = [int(a == axis) for a in range(len(shape))]
+    out = [size + extra for size, extra in zip(shape, high)]
+    zero = ctx.constant(0, dtype)
+    return ctx.op("stablehlo.pad", [x, zero], tensor_type(out, dtype), {
+        "edge_padding_low": i64_array([0] * len(shape)), "edge_padding_high": i64_array(high),
+        "interior_padding": i64_array([0] * len(shape))}), out
 
 
 def _attributes(window_strides: Sequence[int], padding: Pairs, lhs_dilation: Sequence[int],
