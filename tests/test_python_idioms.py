@@ -238,3 +238,40 @@ def test_starred_assignment_targets():
         np.testing.assert_allclose(got, [4.0, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(tp.vmap(starred_rows)(np.stack([x, 2 * x])), [9.0, 26.0])
     assert float(tp.jit(starred_rows)(x)) == 9.0
+
+
+def numpy_scratch_arrays(x):
+    """JAX's ONNX interpreter example: shapes built in a NumPy array updated in place."""
+    shape = np.ones(x.ndim + 2, dtype="int64")
+    shape[1:3] = x.shape
+    weights = np.zeros(3, np.float32)
+    weights[0] = 2.0
+    return jnp.sum(jnp.reshape(x, shape) * 3) * jnp.asarray(weights)[0]
+
+
+def test_numpy_arrays_a_function_makes_keep_numpys_in_place_updates():
+    x = np.ones((2, 3), F32)
+    assert float(numpy_scratch_arrays(x)) == 36.0
+    assert float(tp.jit(numpy_scratch_arrays)(x)) == 36.0
+    for grad in (tp.grad(numpy_scratch_arrays), tp.jit(tp.grad(numpy_scratch_arrays))):
+        np.testing.assert_allclose(np.asarray(grad(x)), np.full((2, 3), 6.0))
+    np.testing.assert_allclose(np.asarray(tp.vmap(numpy_scratch_arrays)(np.ones((4, 2, 3),
+                                                                                F32))), 36.0)
+    assert float(tp.jvp(numpy_scratch_arrays, (x,), (x,))[1]) == 36.0
+
+
+def differentiated_value_into_numpy(x):
+    weights = np.zeros(3, np.float32)
+    weights[0] = x[0]
+    return jnp.sum(jnp.asarray(weights) * x)
+
+
+def test_a_differentiated_value_put_into_a_numpy_array_is_an_error():
+    x = np.ones(3, F32)
+    with pytest.raises(TranspileError, match="set to a differentiated value in place") as info:
+        tp.grad(differentiated_value_into_numpy)(x)
+    assert f"{__file__}:" in str(info.value)
+    with pytest.raises(TranspileError, match="setting an element of a ndarray in place"):
+        tp.jvp(differentiated_value_into_numpy, (x,), (x,))
+    with pytest.raises((TranspileError, ValueError, TypeError)):
+        tp.jit(differentiated_value_into_numpy)(x)

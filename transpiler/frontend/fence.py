@@ -60,8 +60,8 @@ class Fence:
         self.func = func
         self.filename = filename
         self.locations = locations
-        arrays, dicts = _updatable(func)
-        self.updatable = arrays | dicts
+        arrays, dicts, numpy_made = _updatable(func)
+        self.updatable = arrays | dicts | numpy_made
 
     def error(self, node: cst.CSTNode, message: str, hint: str) -> TranspileError:
         return TranspileError(message, self.locations.get(node), hint)
@@ -156,6 +156,13 @@ def updatable_arrays(func: cst.FunctionDef) -> set[str]:
     return _updatable(func)[0]
 
 
+def numpy_arrays(func: cst.FunctionDef) -> set[str]:
+    """Local names only ever assigned arrays NumPy's functions make (``np.ones(n)``): their
+    element updates (``m[i] = v``) stay NumPy's in-place ones -- no transform's values are
+    in them (a traced value put into one is an error at its line, as NumPy cannot hold it)."""
+    return _updatable(func)[2]
+
+
 def updatable_dicts(func: cst.FunctionDef) -> set[str]:
     """Local names of dicts whose item assignments (``d[k] = v``) can be functional (``d =
     {**d, k: v}``): every value they are assigned is a dict this function makes (``{...}``,
@@ -170,8 +177,9 @@ _READING_CALLS = frozenset({"len", "sorted", "list", "tuple", "set", "dict", "an
                             "str", "repr", "print", "isinstance", "sum", "min", "max"})
 
 
-def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
-    """(updatable arrays, updatable dicts) of `func`: one walk over its body."""
+def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str], set[str]]:
+    """(updatable arrays, updatable dicts, NumPy's arrays) of `func`: one walk over its
+    body."""
     params = {p.name.value for p in [*func.params.params, *func.params.posonly_params,
                                      *func.params.kwonly_params]}
     for star in (func.params.star_arg, func.params.star_kwarg):
@@ -179,6 +187,7 @@ def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
             params.add(star.name.value)
     made: set[str] = set()
     made_dicts: set[str] = set()
+    numpy_made: set[str] = set()  # NumPy's own arrays (np.ones(...)): updated by NumPy
     other: set[str] = set(params)
     passed: set[str] = set()  # given to a call that may keep it
     for node in m.preorder(func.body):
@@ -193,7 +202,9 @@ def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
                         isinstance(value, cst.Call) and not (
                             isinstance(value.func, cst.Name)
                             and value.func.value in _CONTAINER_CALLS))
-                    if computed or isinstance(node, cst.AugAssign):
+                    if _numpy_call(value):
+                        numpy_made.add(target.value)
+                    elif computed or isinstance(node, cst.AugAssign):
                         made.add(target.value)
                     elif _makes_dict(value) and not isinstance(node, cst.AugAssign):
                         made_dicts.add(target.value)
@@ -216,7 +227,23 @@ def _updatable(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
                 other.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
             if not (isinstance(node.func, cst.Name) and node.func.value in _READING_CALLS):
                 passed.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
-    return made - other - made_dicts, made_dicts - made - other - passed
+    return made - other - made_dicts - numpy_made, made_dicts - made - other - passed, \
+        numpy_made - made - made_dicts
+
+
+# The names NumPy goes by in numeric code: a call of one of its functions makes an array of
+# NumPy's, which Python updates in place as it is
+_NUMPY_NAMES = frozenset({"np", "numpy", "onp"})
+
+
+def _numpy_call(value: Optional[cst.BaseExpression]) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return isinstance(func, cst.Name) and func.value in _NUMPY_NAMES and \
+        isinstance(value.func, cst.Attribute)
 
 
 def _makes_dict(value: Optional[cst.BaseExpression]) -> bool:
