@@ -481,6 +481,24 @@ add("dict-keywords-and-unpacking", dict_of_keywords_and_mappings, vector_and_sca
     vec=dict_of_keywords_and_mappings_vec)
 
 
+def comprehension_in_a_loop_vec(x, s):
+    """An interpreter's loop (onnx2xla): each step gathers its operands from the
+    environment with a comprehension, and stores its result back."""
+    env = {"a": x, "b": x * s}
+    for node in (("a", "b"), ("b", "a"), ("a", "a")):
+        args = [env[name] for name in node]
+        env[node[0]] = jnp.sin(args[0]) * args[1]
+    return env["a"] + env["b"]
+
+
+def comprehension_in_a_loop(x, s):
+    return jnp.sum(comprehension_in_a_loop_vec(x, s) ** 2)
+
+
+add("comprehension-in-a-loop", comprehension_in_a_loop, vector_and_scale,
+    vec=comprehension_in_a_loop_vec)
+
+
 # --- NumPy-style in-place updates of a local array ---------------------------------------
 
 def inplace_updates_vec(x, s):

@@ -592,6 +592,8 @@ def _lists_built_here(stmts: list[cst.BaseStatement], params: set[str]) -> set[s
     result, ``_t0 = _c1`` -- sees the finished list either way.)"""
     displays: set[str] = set()
     other: set[str] = set(params)
+    # per list: the loops every one of its displays is inside (each iteration a new list)
+    display_loops: dict[str, set[int]] = {}
     last_append: dict[str, int] = {}
     append_loops: dict[str, set[int]] = {}
     copies: list[tuple[str, int, tuple[int, ...]]] = []
@@ -614,10 +616,15 @@ def _lists_built_here(stmts: list[cst.BaseStatement], params: set[str]) -> set[s
                          for t, v in zip(target.target.elements, assign.value.elements)]
             for target_node, value in pairs:  # (`xs, start = [], 0` too)
                 for name in assigned_names(target_node):
-                    (displays if isinstance(value, cst.List) and isinstance(
-                        target_node, cst.Name) else other).add(name)
+                    display = isinstance(value, cst.List) and isinstance(target_node, cst.Name)
+                    (displays if display else other).add(name)
+                    if display:
+                        display_loops[name] = display_loops.get(name, set(loops)) & set(loops)
     for name, position, loops in copies:  # another name that may see later appends
-        if position < last_append.get(name, -1) or append_loops.get(name, set()) & set(loops):
+        # (appends in a later iteration of a loop that makes the list anew each time go to
+        # the new list: a comprehension in a loop body, its result copied after it)
+        later = append_loops.get(name, set()) & set(loops) - display_loops.get(name, set())
+        if position < last_append.get(name, -1) or later:
             other.add(name)
     return displays - other
 
