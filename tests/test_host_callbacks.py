@@ -10,12 +10,12 @@ that cannot provide its host functions."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-import scipy.special
 
 import transpiler as jax
 import transpiler.numpy as jnp
@@ -25,8 +25,11 @@ from transpiler.experimental import io_callback
 X = np.linspace(-1.0, 1.5, 6).astype(np.float32)
 
 
+_erf = np.vectorize(math.erf)  # SciPy-free: NumPy code a callback runs
+
+
 def host_erf(x):
-    return scipy.special.erf(x).astype(x.dtype)
+    return _erf(x).astype(x.dtype)
 
 
 def erf_program(x, scale):
@@ -37,7 +40,7 @@ def erf_program(x, scale):
 
 @pytest.mark.parametrize("scale", [np.float32(0.5), 2.0, np.array(3.0, np.float32)])
 def test_results_flow_back_into_the_computation_eager_and_jit(scale):
-    want = scipy.special.erf(np.sin(X) * np.float32(scale)) * 2 + X
+    want = _erf(np.sin(X) * np.float32(scale)) * 2 + X
     eager = erf_program(jnp.asarray(X), scale)
     jitted = jax.jit(erf_program)(X, scale)
     np.testing.assert_allclose(np.asarray(eager), want, rtol=1e-6, atol=1e-6)
@@ -172,12 +175,12 @@ def test_derivatives_through_a_custom_jvp_around_the_callback():
     def loss(x):
         return jnp.sum(erf(x) ** 2)
 
-    want = 2 * scipy.special.erf(X) * 2 / np.sqrt(np.pi) * np.exp(-X * X)
+    want = 2 * _erf(X) * 2 / np.sqrt(np.pi) * np.exp(-X * X)
     for g in (jax.grad(loss), jax.jit(jax.grad(loss))):
         np.testing.assert_allclose(np.asarray(g(X)), want, rtol=1e-5, atol=1e-6)
     rows = np.stack([X, X / 2])
     np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(loss))(rows)),
-                               [want, 2 * scipy.special.erf(X / 2) * 2 / np.sqrt(np.pi) *
+                               [want, 2 * _erf(X / 2) * 2 / np.sqrt(np.pi) *
                                 np.exp(-X * X / 4)], rtol=1e-5, atol=1e-6)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.linalg as sl
 
 import transpiler as tp
 import transpiler.numpy as jnp
@@ -44,6 +43,7 @@ ARRAY_CASES = [
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
 @pytest.mark.parametrize("name,fn", ARRAY_CASES, ids=[c[0] for c in ARRAY_CASES])
 def test_array_constructors_match_scipy(name, fn, dtype, size):
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     v = (rng.integers(1, 9, size=size) + (1j * rng.integers(1, 9, size=size)
                                           if dtype == np.complex64 else 0)).astype(dtype)
     w = rng.integers(-5, 5, size=size + 2).astype(dtype)
@@ -73,6 +73,7 @@ STATIC_CASES = [
 @pytest.mark.parametrize("n", [1, 4, 7])
 @pytest.mark.parametrize("name,fn", STATIC_CASES, ids=[c[0] for c in STATIC_CASES])
 def test_static_constructors_match_scipy(name, fn, n, x64, monkeypatch):
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     monkeypatch.setattr(tp.config, "enable_x64", x64)
     got, want = fn(sm, n), fn(sl, n)
     assert got.shape == want.shape
@@ -88,6 +89,7 @@ def test_static_constructors_match_scipy(name, fn, n, x64, monkeypatch):
 
 @pytest.mark.parametrize("n", [1, 2, 8, 32])
 def test_hadamard_matches_scipy(n, monkeypatch):
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     got = sm.hadamard(n)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, sl.hadamard(n))
@@ -97,6 +99,7 @@ def test_hadamard_matches_scipy(n, monkeypatch):
 
 
 def test_large_orders_are_exact_and_overflow_to_inf():
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     # Exact integers rounded once (JAX's lgamma-based formulas are within ~1e-5).
     np.testing.assert_array_equal(sm.pascal(12), sl.pascal(12).astype(np.float32))
     np.testing.assert_array_equal(sm.invhilbert(9), sl.invhilbert(9, exact=True)
@@ -196,6 +199,7 @@ def test_vmap_matches_a_loop_and_jit_matches_eager(name, fn):
 
 
 def test_batched_inputs_match_a_loop():
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     c, r = X, Y  # leading dims (2,) and (3, 1) broadcast to (3, 2)
     got = sm.toeplitz(c, r)
     assert got.shape == (3, 2, 4, 5)
@@ -216,6 +220,7 @@ def test_batched_inputs_match_a_loop():
 
 
 def test_static_constructors_under_jit():
+    sl = pytest.importorskip("scipy.linalg")  # (the oracle: JAX's dependency)
     out = tp.jit(lambda s: s * sm.hilbert(3) + sm.pascal(3) + sm.helmert(3, full=True))(2.0)
     want = 2 * sl.hilbert(3) + sl.pascal(3) + sl.helmert(3, full=True)
     np.testing.assert_allclose(out, want, rtol=1e-6)
