@@ -14,6 +14,7 @@ import transpiler as jax
 import transpiler.numpy as jnp
 from transpiler import lax
 from transpiler.ad_checkpoint import checkpoint_name
+from tests.oracles import finite_differences
 
 _rng = np.random.default_rng(7)
 W = [(_rng.standard_normal((4, 4)) * 0.5).astype(np.float32) for _ in range(2)]
@@ -43,16 +44,6 @@ def _close(got, want, tol=1e-5):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
-def _finite_differences(f, x, eps=1e-6):
-    x = np.asarray(x, np.float64)
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
-
-
 def _numpy_loss(ws, x):
     for w in ws:
         x = np.tanh(x @ np.asarray(w, np.float64))
@@ -60,13 +51,13 @@ def _numpy_loss(ws, x):
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
-def test_gradients_equal_the_plain_function_and_finite_differences(jitted):
+def test_gradients_equal_the_plain_function_andfinite_differences(jitted):
     grad = jax.grad(checkpointed_loss, argnums=(0, 1))
     grad = jax.jit(grad) if jitted else grad
     got = grad(W, X)
     _close(got, jax.grad(plain_loss, argnums=(0, 1))(W, X))
-    want_x = _finite_differences(lambda x: _numpy_loss(W, x), X)
-    want_w0 = _finite_differences(lambda w: _numpy_loss([w, W[1]], X), W[0])
+    want_x = finite_differences(lambda x: _numpy_loss(W, x), X)
+    want_w0 = finite_differences(lambda w: _numpy_loss([w, W[1]], X), W[0])
     _close(got[1], want_x, tol=2e-4)
     _close(got[0][0], want_w0, tol=2e-4)
     _close(jax.jit(checkpointed_loss)(W, X), plain_loss(W, X))

@@ -13,6 +13,7 @@ import transpiler as jax
 import transpiler.numpy as jnp
 from transpiler import lax
 from transpiler.errors import TranspileError
+from tests.oracles import finite_differences
 
 B = 4
 _rng = np.random.default_rng(3)
@@ -373,16 +374,6 @@ _PARAMS = np.array([0.5, -1.0, 2.0], np.float32)
 _POINTS = np.linspace(0, 1, 8, dtype=np.float32).reshape(4, 2)
 
 
-def _numeric_grad(f, x, eps=1e-3):
-    x = np.asarray(x, np.float64)
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        out[i] = (f(x + step) - f(x - step)) / (2 * eps)
-    return out
-
-
 def _numpy_covariance_loss(log_scale, points):
     scaled = points / np.exp(log_scale)
     cov = np.exp(-((scaled[:, None] - scaled[None]) ** 2).sum(-1))
@@ -393,18 +384,18 @@ def _numpy_covariance_loss(log_scale, points):
 def test_grad_of_a_vmap_that_calls_vmap(jit):
     grad = jax.grad(_elbo_like(jax, jnp))
     got = (jax.jit(grad) if jit else grad)(_PARAMS, _SAMPLES)
-    want = _numeric_grad(lambda p: np.mean(np.sum(np.sin(_SAMPLES) * p ** 2, axis=1)),
+    want = finite_differences(lambda p: np.mean(np.sum(np.sin(_SAMPLES) * p ** 2, axis=1)),
                          _PARAMS)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
     grad = jax.grad(_covariance_loss(jax, jnp), argnums=(0, 1))
     by_scale, by_points = (jax.jit(grad) if jit else grad)(np.float32(0.2), _POINTS)
     np.testing.assert_allclose(
-        float(by_scale), float(_numeric_grad(lambda s: _numpy_covariance_loss(s, _POINTS),
+        float(by_scale), float(finite_differences(lambda s: _numpy_covariance_loss(s, _POINTS),
                                              0.2)), rtol=1e-4)
     # the points': cotangents of values the inner closure closes over
     np.testing.assert_allclose(
         np.asarray(by_points),
-        _numeric_grad(lambda p: _numpy_covariance_loss(0.2, p), _POINTS), rtol=1e-3,
+        finite_differences(lambda p: _numpy_covariance_loss(0.2, p), _POINTS), rtol=1e-3,
         atol=1e-4)
 
 

@@ -37,6 +37,7 @@ import transpiler as tp
 import transpiler.numpy as jnp
 from tests.programs import random_programs
 from tests.programs.random_programs import RandomProgram
+from tests.oracles import finite_differences
 
 DEFAULT_SEED, DEFAULT_PROGRAMS = 16, 300   # what `make test` (CI) runs
 SEED = int(os.environ.get("FUZZ_SEED", DEFAULT_SEED))
@@ -346,15 +347,9 @@ def test_compiled_matches_eager(transform, group):
 
 def _finite_differences(fn: Callable, args: tuple, argnum: int, eps: float = 1e-4):
     """Central differences in float64 of the scalar `fn` along each element of an argument."""
-    grad = np.zeros(args[argnum].shape)
-    for idx in np.ndindex(args[argnum].shape):
-        values = []
-        for sign in (1, -1):
-            moved = [a.copy() for a in args]
-            moved[argnum][idx] += sign * eps
-            values.append(float(np.asarray(fn(*_arrays(tuple(moved))))))
-        grad[idx] = (values[0] - values[1]) / (2 * eps)
-    return grad
+    def along(a: np.ndarray) -> Any:
+        return fn(*_arrays(args[:argnum] + (a,) + args[argnum + 1:]))
+    return finite_differences(along, args[argnum], eps)
 
 
 @pytest.mark.parametrize("group", range(len(GROUPS)), ids=GROUP_IDS)

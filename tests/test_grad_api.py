@@ -7,6 +7,7 @@ import pytest
 
 import transpiler as tp
 import transpiler.numpy as jnp
+from tests.oracles import finite_differences
 
 
 def cube_sin(x):
@@ -37,17 +38,6 @@ def grad_w_norm(params, x):
     return jnp.sum(tp.grad(tanh_layer)(params, x)["w"] ** 2)
 
 
-def _fd(f, params, key, eps=1e-6):
-    """Central differences of scalar f(params) in float64 w.r.t. params[key]."""
-    out = np.zeros_like(params[key])
-    for i in range(out.size):
-        hi, lo = {**params, key: params[key].copy()}, {**params, key: params[key].copy()}
-        hi[key].flat[i] += eps
-        lo[key].flat[i] -= eps
-        out.flat[i] = (f(hi) - f(lo)) / (2 * eps)
-    return out
-
-
 def test_second_order_with_pytree_arguments(monkeypatch):
     monkeypatch.setattr(tp.config, "enable_x64", True)
     params = {"w": np.array([0.5, -1.0]), "b": np.array([2.0, 3.0])}
@@ -60,7 +50,7 @@ def test_second_order_with_pytree_arguments(monkeypatch):
     got = tp.grad(grad_w_norm)(params, 0.7)
     jitted = tp.jit(tp.grad(grad_w_norm))(params, 0.7)
     for key in ("w", "b"):
-        want = _fd(lambda p: float(grad_w_norm(p, 0.7)), params, key)
+        want = finite_differences(lambda v: grad_w_norm({**params, key: v}, 0.7), params[key])
         np.testing.assert_allclose(np.asarray(got[key]), want, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(jitted[key]), want, rtol=1e-6)
 

@@ -18,6 +18,7 @@ import transpiler as tp
 import transpiler.numpy as jnp
 from transpiler import nn
 from transpiler.errors import TranspileError
+from tests.oracles import finite_differences
 
 F32 = np.float32
 
@@ -223,17 +224,11 @@ def _sum_over_keys(d):
     return sum(jnp.sum(d[k] ** 2) * i for i, k in enumerate(sorted(d)))
 
 
-def _fd(fn, x, eps=1e-3):
-    x = np.asarray(x, np.float64)
-    return np.array([(fn(list(x + eps * e)) - fn(list(x - eps * e))) / (2 * eps)
-                     for e in np.eye(x.size)])
-
-
 @pytest.mark.parametrize("fn", [_reversed_list, _zip_held, _enumerate_listed, _sorted_values,
                                 _getattr_field, _dict_of_zip])
 def test_iterator_builtins_keep_derivatives(fn):
     xs = [F32(1.5), F32(-0.5), F32(2.0)]
-    want = _fd(fn, xs)
+    want = finite_differences(lambda v: fn(list(v)), xs, 1e-3)
     np.testing.assert_allclose(np.array(tp.grad(fn)(xs)), want, rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(tp.jvp(fn, (xs,), ([F32(1)] * 3,))[1], want.sum(), rtol=1e-3)
     batch = [np.array([v, 2 * v], F32) for v in xs]

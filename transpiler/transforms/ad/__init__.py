@@ -230,16 +230,16 @@ def cumulative_chooser_cotangent(g: Any, x: Any, out: Any, axis: int, reverse: b
 
 
 # Helpers the reverse-mode transform emits around the templates (None-aware accumulation,
-# grad's seed, container cotangents, run-time dispatch).
+# grad's seed, container cotangents) and its run-time call dispatch.
 from transpiler.transforms.ad.cotangents import (  # noqa: E402,F401
-    ELEMENT, SEED, SEED_IF_SCALAR, add, appended, appended_tangent, attribute_bar,
-    attribute_tangent, basis_of, custom_vjp_bwd, defined, fail, finalize, forward_jacobian,
-    index_bar, is_scalar, item, items_bar, items_tangent, keyword_bars, map_bar, or_zeros, primal,
-    repeat_bar, reverse_jacobian, rows_bar, rows_tangent, seed, sequence_derivative,
-    set_item_tangent, spread, unbound, unpacked_cotangent, unpacked_dict_bar, unpacked_parts,
-    values_bar, values_tangent, vjp_call,
-    vjp_call_closure,
-    vjp_call_closure_keywords, vjp_call_keywords, with_item_tangent, without_item)
+    SEED, SEED_IF_SCALAR, add, appended, appended_tangent, attribute_bar, attribute_tangent,
+    basis_of, defined, fail, finalize, forward_jacobian, index_bar, is_scalar, item, items_bar,
+    items_tangent, keyword_bars, or_zeros, repeat_bar, reverse_jacobian, rows_bar, rows_tangent,
+    seed, sequence_derivative, set_item_tangent, spread, unpacked_cotangent, unpacked_dict_bar,
+    unpacked_parts, values_bar, values_tangent, with_item_tangent, without_item)
+from transpiler.transforms.ad.calls import (  # noqa: E402,F401
+    ELEMENT, custom_vjp_bwd, map_bar, primal, unbound, vjp_call, vjp_call_closure,
+    vjp_call_closure_keywords, vjp_call_keywords)
 from transpiler.transforms.ad.tangents import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.common.closures import (  # noqa: E402,F401  (a closure's derivative)
     free_bars, free_bars_bar, free_params_bar, free_params_tangent, free_values, free_values_bar,

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.tree_util._registry import sequence_like
-from transpiler.transforms.ad.cotangents import vjp_call_closure
+from transpiler.transforms.ad.calls import vjp_call_closure
 from transpiler.transforms.ad.forward import _filled, jvp_call
 from transpiler import numpy as jnp
 from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure

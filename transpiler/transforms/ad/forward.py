@@ -12,19 +12,19 @@ from typing import Any
 
 from transpiler.transforms.common import partials
 from transpiler import numpy as jnp
-from transpiler.transforms.ad.cotangents import _node
+from transpiler.transforms.ad.cotangents import node_of
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common.closures import closure_jvp, is_closure
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common import traced
 from transpiler.transforms.common.generated import target
-from transpiler.transforms.ad.cotangents import _differentiable
+from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.forward.api import jvp_function
-from transpiler.transforms.ad.cotangents import active_params
+from transpiler.transforms.ad.calls import active_params
 from transpiler.transforms.common.signature import source_signature, star_name
-from transpiler.transforms.ad.cotangents import ELEMENT
+from transpiler.transforms.ad.calls import ELEMENT
 from transpiler.primitives.jvp_template import JVPTemplate
 from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
 from transpiler.codegen import load_source
@@ -36,7 +36,7 @@ def zeros_like_tree(value: Any) -> Any:
         return None  # a zero cotangent of generated code, or a static value: no tangent
     if isinstance(value, dict):
         return {k: zeros_like_tree(v) for k, v in value.items()}
-    node = _node(value)
+    node = node_of(value)
     if node is not None:  # tuples, lists, NamedTuples, dataclasses, registered pytrees
         return node[1]([zeros_like_tree(v) for v in node[0]])
     return jnp.zeros_like(value)
@@ -48,7 +48,7 @@ def _filled(tangent: Any, value: Any) -> Any:
         return zeros_like_tree(value)
     if isinstance(value, dict) and isinstance(tangent, dict):
         return {k: _filled(tangent.get(k), v) for k, v in value.items()}
-    node, parts = _node(value), _node(tangent)
+    node, parts = node_of(value), node_of(tangent)
     if node is not None and parts is not None:  # tuples, NamedTuples, registered pytrees
         return node[1]([_filled(t, v) for t, v in zip(parts[0], node[0])])
     return tangent
@@ -131,7 +131,7 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
             return out, None
         rule = jvp_rule(fn, primals, tangents, kwargs)
         return out, rule(out, primals, tangents, **kwargs)
-    if all(t is None or not _differentiable(p) for p, t in zip(primals, tangents)):
+    if all(t is None or not differentiable_value(p) for p, t in zip(primals, tangents)):
         return fn(*primals, **kwargs), None  # (integer values carry no derivative)
     if not traced.readable(target(fn)):  # a builtin, C function, class: traced
         return traced.jvp(fn, primals, tangents, kwargs)
@@ -177,7 +177,7 @@ def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
 
 def map_jvp(fn: Any, xs: Any, xs_dot: Any, args: tuple, kwargs: dict) -> tuple:
     """``ys = [fn(..., x, ...) for x in xs]`` and its tangent; `args` holds ``ELEMENT``
-    where ``x`` goes (see cotangents.map_bar, its reverse-mode twin)."""
+    where ``x`` goes (see calls.map_bar, its reverse-mode twin)."""
     slot = args.index(ELEMENT)
     outs, dots = [], []
     tangents = [None] * len(xs) if xs_dot is None else list(xs_dot)
@@ -241,7 +241,7 @@ def custom_jvp_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     the cotangents of the inputs are the transpose of that linear map applied to `g` --
     reverse mode of the rule's tangent output with respect to its tangents (one call of
     generated code, itself differentiable: a second derivative goes through the rule)."""
-    from transpiler.transforms.ad.cotangents import _differentiable, item
+    from transpiler.transforms.ad.cotangents import differentiable_value, item
     if kwargs:
         from transpiler.errors import TranspileError, user_location
         raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
@@ -263,7 +263,7 @@ def custom_jvp_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     tangents_bar = transpose(tuple(static), tuple(primals), tuple(tangents), _out_bar=g)[1][2]
     bars: list[Any] = []
     for i in range(len(args)):
-        if i in keep and _differentiable(args[i]):
+        if i in keep and differentiable_value(args[i]):
             bars.append(item(tangents_bar, keep.index(i)))
         else:
             bars.append(None)

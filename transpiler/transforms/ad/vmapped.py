@@ -13,7 +13,7 @@ from transpiler.transforms.common import closures
 from transpiler.transforms.common.generated import target
 from transpiler.transforms.batch.api import _arg_names
 from transpiler.transforms.reverse.generate import vjp_function
-from transpiler.transforms.ad.cotangents import _differentiable
+from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.transforms.batch.api import Vmapped
 from transpiler import numpy as jnp
 from transpiler.transforms.forward.api import jvp_function
@@ -57,7 +57,7 @@ def vjp_plan(v: Any, args: tuple) -> Optional[tuple[Vmapped, list, tuple, list]]
     target, names, free, free_axes = _parts(v, len(args))
     values = [*free, *args]
     active = frozenset(n for n, a in zip(names, values)
-                       if any(_differentiable(x) for x in tree_util.tree_leaves(a)))
+                       if any(differentiable_value(x) for x in tree_util.tree_leaves(a)))
     if not active:
         return None
     if free:

@@ -185,14 +185,14 @@ def getattribute(x: Any, dims: Any, name: str) -> tuple[Any, Any]:
     value = getattr(x, name)
     if dims is None:
         return value, None
-    from transpiler.transforms.ad.cotangents import _child_index, _node
-    node = _node(x)
-    dim_node = _node(dims)
+    from transpiler.transforms.ad.cotangents import child_index, node_of
+    node = node_of(x)
+    dim_node = node_of(dims)
     if node is None or dim_node is None:
         raise TranspileError(f"cannot batch the attribute `.{name}` of a batched "
                              f"{type(x).__name__}", user_location(),
                              "pass the object's arrays as arguments")
-    return value, dim_node[0][_child_index(x, name, node)]
+    return value, dim_node[0][child_index(x, name, node)]
 
 
 def getitem(x: Any, dims: Any, key: Any, key_dims: Any) -> tuple[Any, Any]:

@@ -47,8 +47,8 @@ def vjp_step(fn: Any, fn_dims: Any, args: tuple, arg_dims: tuple, g: Any,
     if g is None:
         return ((None,) * n, None), ((None,) * n, None)
     if not isinstance(fn, types.FunctionType):  # a transform object, a primitive ...
-        from transpiler.transforms.ad import cotangents as rh
-        out, out_dims = bt.call(rh.vjp_call, (fn, tuple(args), {}, g),
+        from transpiler.transforms.ad.calls import vjp_call
+        out, out_dims = bt.call(vjp_call, (fn, tuple(args), {}, g),
                                 (fn_dims, tuple(arg_dims), None, g_dims))
         return (tuple(out), None), (tuple(part(out_dims, i) for i in range(n)), None)
     free = closures._free_params(fn) if closures.is_closure(fn) else []

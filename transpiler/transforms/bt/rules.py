@@ -31,7 +31,7 @@ from transpiler.transforms.bt.structural import rules
 from transpiler.transforms.bt import control_ad as control_batch_ad
 from transpiler.transforms.bt import collectives as collective_batch
 from transpiler.transforms.bt.structural import _treedef_rule
-from transpiler.transforms.ad.cotangents import unbound
+from transpiler.transforms.ad.calls import unbound
 
 
 def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,

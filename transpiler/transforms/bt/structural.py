@@ -13,13 +13,12 @@ from transpiler.transforms import bt
 from transpiler.tree_util._registry import sequence_like
 from transpiler.rewritten import with_item
 from transpiler.transforms.ad import forward as fh
-from transpiler.transforms.ad import cotangents as rh
+from transpiler.transforms.ad import calls, cotangents as rh
 from transpiler.transforms.ad import remat
 from transpiler import rewritten
 from transpiler import numpy as jnp
 from transpiler.transforms.common.arguments import leaves_like
 from transpiler.primitives.batching import move_to_front
-from transpiler.transforms.ad.cotangents import ELEMENT
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import closures
@@ -121,7 +120,7 @@ def rules() -> dict[int, Any]:
         table[id(fn)] = structural
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.item)] = _item
-    table[id(rh.with_element)] = _with_element
+    table[id(calls.with_element)] = _with_element
     import builtins
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
@@ -129,9 +128,9 @@ def rules() -> dict[int, Any]:
                   id(rewritten.enumerate_list): _enumerate,
                   id(rewritten.reversed_list): _reversed,
                   id(rewritten.sequence): _sequence})
-    table[id(rh.vjp_call)] = _vjp_call
-    table[id(rh.vjp_call_closure)] = _vjp_call_closure
-    table[id(rh.custom_vjp_bwd)] = _custom_vjp_bwd
+    table[id(calls.vjp_call)] = _vjp_call
+    table[id(calls.vjp_call_closure)] = _vjp_call_closure
+    table[id(calls.custom_vjp_bwd)] = _custom_vjp_bwd
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
     return table
@@ -245,7 +244,7 @@ def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict)
     (call_args, x), (args_dims, x_dims) = args, dims
     listed = list(args_dims) if isinstance(args_dims, (tuple, list)) else \
         [None] * len(call_args)
-    return fn(call_args, x), tuple(x_dims if a is ELEMENT else d
+    return fn(call_args, x), tuple(x_dims if a is calls.ELEMENT else d
                                    for a, d in zip(call_args, listed))
 
 
@@ -276,7 +275,7 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
             return (None,) * len(call_args), None
     elif isinstance(f, Primitive) and f.vjp is not None and f.differentiable:
         out, out_dims = bt.call(f, call_args, a_dims, call_kwargs, k_dims)
-        rule = rh.vjp_rule(f, call_args, call_kwargs, activity)
+        rule = calls.vjp_rule(f, call_args, call_kwargs, activity)
         return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
                        k_dims)
     elif not traced.readable(target(f)) and not isinstance(f, Primitive):
@@ -296,7 +295,7 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         bars, bars_dims = bt.getitem(out, out_dims, 1, None)
         return tuple(bars)[k:k + n], tuple(_sub(bars_dims, i) for i in range(k, k + n))
     elif isinstance(f, types.FunctionType):
-        active = rh.active_params(f, rh._active_flags(call_args, activity))
+        active = calls.active_params(f, calls.active_flags(call_args, activity))
         if not active:
             return (None,) * len(call_args), None
         generated = vjp_function(f, active, False)[1]

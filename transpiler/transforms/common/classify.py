@@ -27,7 +27,7 @@ from transpiler.primitives import core
 from transpiler.transforms.reverse import custom_vjp as custom
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward import api as forward_api
-from transpiler.transforms.ad import forward as forward_helpers, cotangents as runtime_helpers
+from transpiler.transforms.ad import calls, forward as forward_helpers, cotangents as runtime_helpers
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common.generated import Staged
 from transpiler.transforms.ad.cotangents import defined
@@ -87,12 +87,12 @@ def _static_functions() -> frozenset:
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
-                      lax.stop_gradient, runtime_helpers.vjp_rule, vjp_function,
+                      lax.stop_gradient, calls.vjp_rule, vjp_function,
                       creation.from_numpy,  # (NumPy's values in: constants)
-                      forward_api.jvp_function, runtime_helpers._differentiable,
+                      forward_api.jvp_function, runtime_helpers.differentiable_value,
                       forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
-                      runtime_helpers.is_scalar, rewritten.sort_order, runtime_helpers.unbound,
-                      runtime_helpers.needs_primal, runtime_helpers.differentiated_keywords,
+                      runtime_helpers.is_scalar, rewritten.sort_order, calls.unbound,
+                      calls.needs_primal, calls.differentiated_keywords,
                       inspect.signature,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})

@@ -55,8 +55,8 @@ def carries_derivative(value: Any, depth: int = 0) -> bool:
         return True
     if isinstance(value, types.ModuleType) or not hasattr(value, "shape"):
         return False  # modules, functions, ints, strings, other objects: constants
-    from transpiler.transforms.ad.cotangents import _differentiable
-    return _differentiable(value)
+    from transpiler.transforms.ad.cotangents import differentiable_value
+    return differentiable_value(value)
 
 
 def is_static(value: Any) -> bool:

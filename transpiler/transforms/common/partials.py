@@ -64,7 +64,7 @@ def call_jvp(fn: functools.partial, primals: tuple, tangents: tuple, kwargs: dic
                     {**keywords_dot, **(kwargs_dot or {})})
 
 
-# --- reverse mode (ad.cotangents.vjp_call*) --------------------------------------------
+# --- reverse mode (ad.calls.vjp_call*) --------------------------------------------
 
 def make_vjp(args: tuple, kwargs: dict, g: Optional[Pair]) -> tuple[tuple, dict]:
     """The cotangents of ``partial(func, *args, **kwargs)``'s arguments from the partial's
@@ -86,11 +86,11 @@ def make_vjp(args: tuple, kwargs: dict, g: Optional[Pair]) -> tuple[tuple, dict]
 def call_vjp(fn: functools.partial, args: tuple, kwargs: dict, g: Any) -> tuple:
     """The cotangents of ``fn(*args, **kwargs)``'s positional arguments, then that of the
     partial itself (its pair, None where nothing flowed)."""
-    from transpiler.transforms.ad.cotangents import (_differentiable, vjp_call_closure,
-                                                       vjp_call_keywords)
+    from transpiler.transforms.ad.calls import vjp_call_closure, vjp_call_keywords
+    from transpiler.transforms.ad.cotangents import differentiable_value
     full_args, full_kwargs = bound(fn, args, kwargs)
     k, func = arity(fn), function(fn)
-    if any(_differentiable(v) for v in full_kwargs.values()):
+    if any(differentiable_value(v) for v in full_kwargs.values()):
         bars, keyword_bars = vjp_call_keywords(func, full_args, full_kwargs, g)
     else:
         bars, keyword_bars = vjp_call_closure(func, full_args, full_kwargs, g)[:-1], {}

@@ -51,7 +51,7 @@ def _defined_at(fn: Any) -> Optional[SourceLocation]:
 class CustomVJP:
     """A function with a custom reverse-mode rule (see the module docstring)."""
 
-    # Its methods are plain Python a second derivative differentiates (ad.cotangents.unbound)
+    # Its methods are plain Python a second derivative differentiates (ad.calls.unbound)
     methods_differentiable = True
 
     # A function linear in its first argument (the named-axis collectives, whose bwd is the

@@ -42,7 +42,7 @@ from transpiler.transforms.common.statements import (
     positional_params,
 )
 from transpiler.transforms.common.rename import SSA, assigned_names, loop_assigned
-from transpiler.transforms.ad.cotangents import needs_primal
+from transpiler.transforms.ad.calls import needs_primal
 from transpiler.errors import _PACKAGE_DIR
 from transpiler.transforms.common.generated import aliases
 from transpiler.transforms import ad as adjoint_helpers
@@ -526,7 +526,7 @@ class ReverseAD:
 
     def backward_closure(self, stmt: cst.FunctionDef) -> list[cst.BaseStatement]:
         """A nested ``def``'s cotangent is a dict over the variables it closes over (see
-        ad.cotangents.vjp_call_closure): each entry flows back into its variable."""
+        ad.calls.vjp_call_closure): each entry flows back into its variable."""
         name = stmt.name.value
         if name not in self.active or name not in self.has_bar:
             return []
