@@ -100,6 +100,21 @@ CONCRETE_ERRORS = {"bool": TracerBoolConversionError, "float": ConcretizationTyp
                    "array": TracerArrayConversionError}
 
 
+def unwrapped_tracer_error(error: BaseException) -> BaseException:
+    """The TracerError behind `error` when NumPy wrapped it (``a[0] = x`` into a NumPy array
+    calls ``float(x)`` and re-raises a ValueError "setting an array element with a
+    sequence" from ours): ours names the user's line and what to do; else `error`."""
+    cause = error.__cause__
+    if not isinstance(error, (ValueError, TypeError)) or isinstance(error, TranspileError) \
+            or not isinstance(cause, TracerError):
+        return error
+    if "array element" in str(error):
+        return type(cause)(f"{cause.message}, stored into a NumPy array", cause.loc,
+                           "a NumPy array holds values, not traced ones: build the array "
+                           "with transpiler.numpy (``jnp.zeros(3).at[0].set(x)``) instead")
+    return cause
+
+
 class ShapeError(TranspileError, ValueError):
     """Operands whose shapes do not fit the operation."""
 

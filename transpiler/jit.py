@@ -25,11 +25,12 @@ from transpiler.codegen import disk_cache
 from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.config import config
 from transpiler.per_thread import PerThreadList
-from transpiler.errors import located
+from transpiler.errors import located, unwrapped_tracer_error
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
-from transpiler.transforms.common.generated import ModuleCode, Staged, at_creation
+from transpiler.transforms.common.generated import (ModuleCode, Staged, at_creation,
+                                                    carries_its_function)
 from transpiler.cache_files import write_atomic
 from transpiler.transforms.autograph.runtime import convert_for_jit
 
@@ -317,7 +318,13 @@ class Jitted(Staged):
         def flat_fun(*tracers: Any) -> list[Any]:
             dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(tracers))
             full_args, full_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
-            out = self._traced_fun()(*full_args, **full_kwargs)
+            try:
+                out = self._traced_fun()(*full_args, **full_kwargs)
+            except (ValueError, TypeError) as error:
+                cause = unwrapped_tracer_error(error)
+                if cause is error:
+                    raise
+                raise cause from None
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             return out_leaves
@@ -453,3 +460,6 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argn
                                  static_argnames=static_argnames, device=device,
                                  example_args=example_args)
     return at_creation(Jitted(fun, static_argnums, static_argnames, device, example_args))
+
+
+carries_its_function(jit)  # grad through ``f = jit(closure)``: the closure's derivative

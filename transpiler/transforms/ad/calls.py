@@ -26,7 +26,7 @@ from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
 from transpiler.transforms.common import partials, traced
 from transpiler.transforms.common.arguments import positional_names
 from transpiler.transforms.common.closures import closure_vjp, is_closure
-from transpiler.transforms.common.generated import for_jit, target
+from transpiler.transforms.common.generated import Staged, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.common.traced import holds_arrays, readable
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
@@ -78,11 +78,18 @@ def unbound(obj: Any, name: str) -> Any:
         return attr
     if isinstance(obj, (str, bytes, int)):  # ``k.startswith("w")`` on a dict's key: static
         return getattr(type(obj), name)
+    if isinstance(obj, types.ModuleType):  # ``lax.sin(x)`` with the module a parameter
+        return functools.partial(_without_module, getattr(obj, name))
     raise TranspileError(f"cannot differentiate the method `.{name}()` of a "
                          f"{type(obj).__name__}: it is not a function written in a Python "
                          "class", user_location(),
                          "call the transpiler.numpy function of the same name, or a plain "
                          "function")
+
+
+def _without_module(fn: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
+    """``module.fn(*args)`` called as ``unbound(module, "fn")(module, *args)``."""
+    return fn(*args, **kwargs)
 
 
 def is_namedtuple_class(fn: Any) -> bool:
@@ -159,6 +166,7 @@ def active_flags(args: tuple, activity: Optional[Sequence[bool]]) -> list:
 def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """`vjp_call`, plus the cotangent of `fn` itself as the last entry: the dict of its
     closure's cotangents (see transforms/common/closures.py), None when `fn` is no closure."""
+    fn = unstaged(fn)  # jit(closure): the closure's derivative is what flows
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
         return (*bars, fn_bar)
@@ -211,6 +219,7 @@ def vjp_call_closure_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tup
     """(positional cotangents, dict of keyword cotangents, cotangent of `fn`) of
     ``fn(*args, **kwargs)`` for a local function value that carries derivatives (a closure,
     a partial): `vjp_call_keywords` and `vjp_call_closure` in one."""
+    fn = unstaged(fn)
     if not is_closure(fn) and not partials.is_partial(fn) and \
             not getattr(type(fn), "runtime_transform", False):
         bars, keyword_bars = vjp_call_keywords(fn, args, kwargs, g)
@@ -223,6 +232,14 @@ def vjp_call_closure_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tup
                              "pass the differentiated values positionally")
     result = vjp_call_closure(fn, args, kwargs, g)
     return tuple(result[:-1]), {}, result[-1]
+
+
+def unstaged(fn: Any) -> Any:
+    """The function a ``jit`` stages (jit is the identity to differentiation): a closure's
+    closed-over values then get their cotangents, not a zero for the opaque wrapper."""
+    while isinstance(fn, Staged):
+        fn = fn._fun
+    return fn
 
 
 def differentiated_keywords(kwargs: dict) -> list:

@@ -11,6 +11,7 @@ from typing import Any
 
 import collections.abc
 import functools
+import types
 
 import numpy as np
 
@@ -348,9 +349,11 @@ def differentiable_value(value: Any) -> bool:
     that hold one)."""
     if isinstance(value, (tuple, list, dict)):
         return any(differentiable_value(v) for v in (value.values() if isinstance(value, dict)
-                                                 else value))
+                                                     else value))
     if isinstance(value, float):
         return True
+    if isinstance(value, types.ModuleType):  # ``l=lax`` passed along (its ``dtype`` is a function)
+        return False
     if is_closure(value):  # the dict of its cells' (transforms/common/closures.py)
         return carries_derivative(value)
     if isinstance(value, collections.abc.Iterator):  # what it yields is unseen: the traced

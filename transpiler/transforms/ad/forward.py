@@ -22,7 +22,7 @@ from transpiler.transforms.common.generated import target
 from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.forward.api import jvp_function
-from transpiler.transforms.ad.calls import active_params
+from transpiler.transforms.ad.calls import active_params, unstaged
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.ad.calls import ELEMENT
 from transpiler.primitives.jvp_template import JVPTemplate
@@ -97,6 +97,7 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for a callee only known at run time;
     `fn_dot` is the tangent of a closure's closed-over values (see transforms/common/closures.py),
     `kwargs_dot` those of keyword arguments (a Python function's, or a closure's, only)."""
+    fn = unstaged(fn)  # jit(closure): the closure's derivative is what flows
     if fn is functools.partial or partials.is_partial(fn):  # (transforms/common/partials.py)
         if fn is functools.partial:
             return partials.make_jvp(primals, tangents, kwargs, kwargs_dot or {})

@@ -13,7 +13,7 @@ from transpiler.primitives.core import Primitive
 from transpiler.transforms import bt
 from transpiler.transforms.common import partials
 from transpiler.transforms.batch.api import Vmapped, nested_call
-from transpiler.transforms.common.generated import target
+from transpiler.transforms.common.generated import is_wrapper, target
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common.traced import readable
@@ -46,6 +46,8 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
         return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
     if isinstance(fn, Vmapped):
         return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    if is_wrapper(fn) and args:  # f = jit(g): g's companions (its closure's) ride along
+        return fn(*args, **kwargs), dims[0]
     from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
     fn = stand_in(fn)  # Python's max, min, sum: their batchable forms
     special = _special(fn)
@@ -260,7 +262,8 @@ def _method(m: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
         return obj.copy(), d  # type: ignore[union-attr]
     if isinstance(obj, PyTreeDef) and not bt.batched(d):
         return _treedef_rule(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims)
-    if not bt.batched(d) and not hasattr(obj, "shape"):  # an object's method: its source
+    if not bt.batched(d) and (isinstance(obj, types.ModuleType) or not hasattr(obj, "shape")):
+        # an object's method, or a module's function (``l.sin(x)`` with ``l=jnp`` passed)
         return dispatch(getattr(obj, m.name), args[1:], dims[1:], kwargs, kwdims, None)
     if not hasattr(obj, "shape"):  # a batched pytree's method: its function, `obj` first
         return dispatch(unbound(obj, m.name), args, dims, kwargs, kwdims, None)

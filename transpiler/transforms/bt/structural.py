@@ -121,6 +121,7 @@ def rules() -> dict[int, Any]:
     table[id(rh.index_bar)] = _index_bar
     table[id(rh.item)] = _item
     table[id(calls.with_element)] = _with_element
+    table[id(calls.unstaged)] = _unstaged
     import builtins
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
@@ -239,6 +240,11 @@ def einsum(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tup
     return fn(f"{','.join(terms)}->{free}{output}", *moved, **kwargs), 0
 
 
+def _unstaged(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
+    """``ad.unstaged(f)``: jit's function, with the jitted value's companions (a closure's)."""
+    return fn(args[0]), dims[0]
+
+
 def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``ad.with_element(args, x)``: x's companion goes where x goes."""
     (call_args, x), (args_dims, x_dims) = args, dims
@@ -270,6 +276,9 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     if isinstance(f, Vmapped) and g is not None:  # an inner vmap's derivative, under this one
         return _vmapped_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims, f_dims)[:2]
+    f = calls.unstaged(f)
+    if g is not None and closures.is_closure(f):  # its code, its closed-over values first
+        return _closure_vjp(f, f_dims, call_args, a_dims, call_kwargs, k_dims, g, g_dims)[:2]
     if g is None or bt.batched(f_dims):
         if g is None:
             return (None,) * len(call_args), None
@@ -280,20 +289,6 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                        k_dims)
     elif not traced.readable(target(f)) and not isinstance(f, Primitive):
         return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
-    elif closures.is_closure(f):  # its code, its closed-over values first (unbatched)
-        free = closures._free_params(f)
-        names = closures.free_names(free) + closures._arg_names(f, len(call_args))
-        values = closures.free_values(free, call_args)
-        closure_active = closures.active_names(names, values)
-        if not closure_active:
-            return (None,) * len(call_args), None
-        generated = closures.closure_vjp_function(f, closure_active)
-        keyword = getattr(generated, "cotangent_param", "_out_bar")
-        k, n = len(free), len(call_args)
-        out, out_dims = bt.call(generated, tuple(values), (None,) * k + a_dims,
-                                {**call_kwargs, keyword: g}, {**k_dims, keyword: g_dims})
-        bars, bars_dims = bt.getitem(out, out_dims, 1, None)
-        return tuple(bars)[k:k + n], tuple(_sub(bars_dims, i) for i in range(k, k + n))
     elif isinstance(f, types.FunctionType):
         active = calls.active_params(f, calls.active_flags(call_args, activity))
         if not active:
@@ -310,11 +305,44 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                          "call a transpiler.numpy function or a plain Python function there")
 
 
+def _closure_vjp(f: Any, f_dims: Any, call_args: tuple, a_dims: tuple, call_kwargs: dict,
+                 k_dims: dict, g: Any, g_dims: Any) -> tuple:
+    """(arguments' cotangents, their companions, the closure's cotangent -- a dict by name
+    -- and its companions) of a call of closure `f`, whose closed-over values may be batched
+    (`f_dims`: their companions by name): its generated VJP, values first, batched."""
+    free = closures._free_params(f)
+    names = closures.free_names(free) + closures._arg_names(f, len(call_args))
+    values = closures.free_values(free, call_args)
+    active = closures.active_names(names, values)
+    k, n = len(free), len(call_args)
+    if not active:
+        return (None,) * n, None, None, None
+    generated = closures.closure_vjp_function(f, active)
+    keyword = getattr(generated, "cotangent_param", "_out_bar")
+    free_dims = tuple(f_dims.get(name) if isinstance(f_dims, dict) else None
+                      for name, _ in free)
+    out, out_dims = bt.call(generated, tuple(values), free_dims + tuple(a_dims),
+                            {**call_kwargs, keyword: g}, {**k_dims, keyword: g_dims})
+    bars, bars_dims = bt.getitem(out, out_dims, 1, None)
+    fn_bar = closures.free_bars(free, tuple(bars)[:k], active)
+    fn_bar_dims = None if fn_bar is None else {
+        name: _sub(bars_dims, i) for i, (name, _) in enumerate(free) if name in fn_bar}
+    return (tuple(bars)[k:k + n], tuple(_sub(bars_dims, i) for i in range(k, k + n)),
+            fn_bar, fn_bar_dims)
+
+
 def _vjp_call_closure(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``ad.vjp_call_closure(f, args, kwargs, g)`` batched: for an inner vmap of a closure,
-    its arguments' cotangents and its closed-over values' (`_vmapped_vjp`); else the
-    function's code, batched."""
+    its arguments' cotangents and its closed-over values' (`_vmapped_vjp`); for a closure,
+    the same from its generated VJP (`_closure_vjp`); else the function's code, batched."""
     f, call_args, call_kwargs, g = args
+    f = calls.unstaged(f)
+    if closures.is_closure(f) and g is not None:
+        a_dims = dims[1] if isinstance(dims[1], (tuple, list)) else (dims[1],) * len(call_args)
+        k_dims = dims[2] if isinstance(dims[2], dict) else {k: dims[2] for k in call_kwargs}
+        bars, bars_dims, fn_bar, fn_bar_dims = _closure_vjp(
+            f, dims[0], call_args, tuple(a_dims), call_kwargs, k_dims, g, dims[3])
+        return (*bars, fn_bar), (*(bars_dims or (None,) * len(bars)), fn_bar_dims)
     if isinstance(f, Vmapped) and g is not None:
         a_dims = dims[1] if isinstance(dims[1], (tuple, list)) else (dims[1],) * len(call_args)
         k_dims = dims[2] if isinstance(dims[2], dict) else {k: dims[2] for k in call_kwargs}

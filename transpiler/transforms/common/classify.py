@@ -29,7 +29,7 @@ from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward import api as forward_api
 from transpiler.transforms.ad import calls, forward as forward_helpers, cotangents as runtime_helpers
 from transpiler.transforms.forward.custom_jvp import CustomJVP
-from transpiler.transforms.common.generated import Staged
+from transpiler.transforms.common.generated import Staged, is_wrapper
 from transpiler.transforms.ad.cotangents import defined
 
 # The functions whose derivative code is being generated, on this thread: a call to one
@@ -277,6 +277,7 @@ CONTROL_MODULES = frozenset({"transpiler.lax.control", "transpiler.lax.loops"})
 _HELPER_KINDS: dict[int, str] = {}
 
 
+
 def _cotangent_helpers() -> dict[int, str]:
     """The run-time helpers of generated code (``ad.add`` ...) that differentiate as the
     linear maps they are -- second-order derivatives run through them, and their source
@@ -301,7 +302,8 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.appended): "cotangent_appended",
                               id(rh.unpacked_cotangent): "cotangent_unpacked",
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
-                              id(rh.spread): "pass", id(sequence): "pass"})
+                              id(rh.spread): "pass", id(sequence): "pass",
+                              id(calls.unstaged): "pass"})  # (jit is the identity)
         from transpiler.transforms.batch.api import vmap
         _HELPER_KINDS[id(vmap)] = "pass"  # vmap(g) carries g's closure (its derivative)
         from transpiler.transforms.common import closures  # a closure's derivative: its cells'
@@ -358,6 +360,8 @@ def callee_kind(callee: Any) -> str:
     from transpiler.transforms.ad import cotangents as runtime_helpers
     if callee is runtime_helpers.seed:  # identity in the cotangent, constant in the output
         return "seed"
+    if is_wrapper(callee):  # f = jit(g): g's derivative
+        return "pass"
     helper = _cotangent_helpers().get(id(callee))
     if helper is not None:
         return helper

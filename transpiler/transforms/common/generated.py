@@ -65,6 +65,23 @@ class TransformedFunction(ModuleCode):
         """This transform as plain generated Python that the transforms can take as input."""
 
 
+_WRAPPERS: set[int] = set()  # registered by the layers above (see `carries_its_function`)
+
+
+def carries_its_function(wrapper: Callable) -> Callable:
+    """Register `wrapper` (``jit``) as making a value whose derivative is its first
+    argument's: ``f = jit(g)`` passes the tangent, cotangent or batch companions of `g`'s
+    closure through, as ``vmap(g)`` does (classify: "pass"; vmap: the companions ride
+    along). For the layers above the transforms, which these cannot import."""
+    _WRAPPERS.add(id(wrapper))
+    return wrapper
+
+
+def is_wrapper(fn: Any) -> bool:
+    """Whether `fn` was registered by `carries_its_function`."""
+    return id(fn) in _WRAPPERS
+
+
 def refuse_rule_code(fn: Any, transform: str) -> None:
     """A transform reads only the control-flow rules marked for it (transpiler/rule_code.py):
     forward and reverse mode read the reverse rules of cond/switch/fori_loop/scan/map and an
