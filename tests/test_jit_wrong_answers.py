@@ -269,3 +269,17 @@ def test_in_place_op_on_a_constant_is_right_on_every_call(name):
     constant behind a barrier is now a fresh tensor on each call (builder.barrier)."""
     fn, arg, want = IN_PLACE_ON_CONSTANTS[name]
     _called_four_times(fn, arg, want)
+
+
+def test_a_negative_base_to_an_integral_float_power():
+    """IREE's CPU power is ``exp(y log x)``, NaN for every negative base; NumPy and JAX give
+    ``(-2.) ** 3. == -8``: the lowering keeps C's sign rules (helper's finding)."""
+    base = np.array([-2.0, -3.0, 2.0, -2.0, -0.5, 0.0, -1.5, -2.0], np.float32)
+    power = np.array([3.0, 2.0, 2.5, 0.5, -3.0, 2.0, 0.0, -2.0], np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.power(base, power)  # (-2.) ** 0.5 is NaN in all three
+    np.testing.assert_allclose(np.asarray(tp.jit(lambda a, b: a ** b)(base, power)), want,
+                               rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tp.jit(jnp.power)(-2.0, 3.0)), -8.0)
+    slope = tp.jit(tp.grad(lambda a, b: a ** b))(-2.0, 3.0)
+    np.testing.assert_allclose(float(slope), 12.0, rtol=1e-6)

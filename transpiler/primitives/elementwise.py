@@ -211,6 +211,30 @@ def _lower_cbrt(ctx: LoweringContext, x: Any) -> Any:
     return ctx.op("stablehlo.multiply", [ctx.op("stablehlo.sign", [x]), r])
 
 
+def _lower_power(ctx: LoweringContext, x: Any, y: Any) -> Any:
+    """``stablehlo.power``; for real floats as ``|x| ** y`` with C's sign rules, since IREE's
+    CPU code computes ``exp(y log x)``, NaN for every negative base: a negative base to an
+    integer-valued power is ``±|x| ** y`` (negative for odd powers), to any other power NaN
+    -- NumPy's and XLA's answers."""
+    (ax, ay), out = ctx.avals_in, ctx.aval_out
+    x = ctx.coerce(x, ax, out.shape, out.dtype)
+    y = ctx.coerce(y, ay, out.shape, out.dtype)
+    if not dtypes.is_float(out.dtype):
+        return ctx.op("stablehlo.power", [x, y])
+    const = lambda v: ctx.constant(v, out.dtype, out.shape)  # noqa: E731
+    test = ShapedArray(out.shape, dtypes.bool_)
+    magnitude = ctx.op("stablehlo.power", [ctx.op("stablehlo.abs", [x]), y])
+    integral = ctx.compare(y, ctx.op("stablehlo.floor", [y]), "EQ", out.dtype, out.shape)
+    half = ctx.op("stablehlo.multiply", [y, const(0.5)])
+    odd = ctx.op("stablehlo.and", [integral, ctx.compare(
+        half, ctx.op("stablehlo.floor", [half]), "NE", out.dtype, out.shape)], test)
+    negative = ctx.op("stablehlo.select", [
+        integral, ctx.op("stablehlo.select", [odd, ctx.op("stablehlo.negate", [magnitude]),
+                                              magnitude]), const(np.nan)])
+    below_zero = ctx.compare(x, const(0.0), "LT", out.dtype, out.shape)
+    return ctx.op("stablehlo.select", [below_zero, negative, magnitude])
+
+
 def _lower_abs_sign(hlo: str) -> Callable:
     def lower(ctx: LoweringContext, x: Any) -> Any:
         (aval,) = ctx.avals_in
@@ -385,7 +409,7 @@ multiply = def_binary("multiply", np.multiply, "stablehlo.multiply")
 true_divide = def_binary("true_divide", np.true_divide, "stablehlo.divide", kind="float")
 floor_divide = def_binary("floor_divide", np.floor_divide, None, lower=_lower_floor_divide)
 remainder = def_binary("remainder", np.remainder, None, lower=_lower_remainder)
-power = def_binary("power", np.power, "stablehlo.power")
+power = def_binary("power", np.power, "stablehlo.power", lower=_lower_power)
 maximum = def_binary("maximum", np.maximum, "stablehlo.maximum")
 minimum = def_binary("minimum", np.minimum, "stablehlo.minimum")
 arctan2 = def_binary("arctan2", np.arctan2, None, kind="float", lower=_lower_arctan2)
