@@ -39,6 +39,14 @@ CONFIGS = {
                                                          (1, 2, 1), (1, 1, 2),
                                                          ("NDHWC", "DHWIO", "NCDHW")),
                       {"feature_group_count": 2}),
+    # strided convolutions, whose lhs cotangent is a sub-pixel sum of stride-1 convolutions
+    "2d strided NHWC": ((2, 9, 8, 3), (3, 3, 3, 4), ((2, 2), "SAME", None, None,
+                                                     ("NHWC", "HWIO", "NHWC")), {}),
+    "2d 1x1 kernel, stride > kernel": ((2, 3, 7, 6), (5, 3, 1, 1), ((2, 3), "VALID"), {}),
+    "2d strided grouped": ((2, 4, 7, 7), (8, 1, 3, 3), ((3, 2), [(1, 2), (0, 1)]),
+                           {"feature_group_count": 4}),
+    "1d strided batch groups": ((4, 2, 9), (4, 2, 2), ((3,), [(2, 0)]),
+                                {"batch_group_count": 2}),
 }
 NAMES = list(CONFIGS)
 
