@@ -20,7 +20,7 @@ LAYERS = [
     ("runtime",),
     ("transpiler.config", "transpiler.errors", "transpiler.dtypes", "transpiler.per_thread",
      "transpiler.cache_files", "transpiler.tree_util", "transpiler.tree", "transpiler.rewritten",
-     "transpiler.rule_code", "transpiler.version"),
+     "transpiler.rule_code", "transpiler.version", "transpiler.tracebacks"),
     ("transpiler.primitives", "transpiler.lowering", "transpiler.compiler"),
     ("transpiler.array", "transpiler.array_methods", "transpiler.numpy", "transpiler.lax",
      "transpiler.nn", "transpiler.random", "transpiler.prng", "transpiler.initializers",

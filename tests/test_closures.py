@@ -105,18 +105,60 @@ def jit_with_static_arguments(a):
     return f(3.0, 3)
 
 
+def inner_gradient(a):
+    g = tp.grad(lambda x: x * x * a ** 3)
+    return g(2.0)  # 4 a^3
+
+
+def inner_value_and_gradient(a):
+    value, slope = tp.value_and_grad(lambda x: jnp.sin(x * a))(2.0)
+    return value + slope  # sin(2a) + a cos(2a)
+
+
 @pytest.mark.parametrize("f, slope, curvature", [
     (jit_of_a_lambda, lambda a: 3 * np.cos(a), lambda a: -3 * np.sin(a)),
     (jit_of_a_nested_function, lambda a: 6 * a, lambda a: 6.0),
     (jit_with_static_arguments, lambda a: 9 * a ** 2, lambda a: 18 * a),
+    (inner_gradient, lambda a: 12 * a ** 2, lambda a: 24 * a),
+    (inner_value_and_gradient, lambda a: 3 * np.cos(2 * a) - 2 * a * np.sin(2 * a),
+     lambda a: -8 * np.sin(2 * a) - 4 * a * np.cos(2 * a)),
 ], ids=lambda v: getattr(v, "__name__", ""))
-def test_jit_of_a_closure_passes_its_derivative(f, slope, curvature):
-    """``f = jit(lambda x: x * a)`` inside a differentiated function: `a`'s derivative flows
-    through the jitted closure (it once gave 0 under grad, without a word)."""
+def test_a_transform_of_a_closure_passes_the_closed_over_derivative(f, slope, curvature):
+    """``f = jit(lambda x: x * a)`` or ``g = grad(lambda x: x * x * a)`` inside a
+    differentiated function: `a`'s derivative flows through the jitted closure or the inner
+    gradient (both once gave 0 under grad, without a word) -- under grad, jit(grad), jvp,
+    a second outer grad, vmap and vmap(grad)."""
     a = 0.7
     np.testing.assert_allclose(float(tp.grad(f)(a)), slope(a), rtol=1e-5)
     np.testing.assert_allclose(float(tp.jit(tp.grad(f))(a)), slope(a), rtol=1e-5)
     np.testing.assert_allclose(float(tp.jvp(f, (a,), (1.0,))[1]), slope(a), rtol=1e-5)
     np.testing.assert_allclose(float(tp.grad(tp.grad(f))(a)), curvature(a), rtol=1e-4)
     batch = np.array([0.5, -1.5], np.float32)
+    np.testing.assert_allclose(np.asarray(tp.vmap(f)(batch)), [float(f(b)) for b in batch],
+                               rtol=1e-6)
     np.testing.assert_allclose(np.asarray(tp.vmap(tp.grad(f))(batch)), slope(batch), rtol=1e-5)
+
+
+def _maml(grad, vmap, np_module):
+    """A MAML-style meta-loss: one inner gradient step per task (a closure over the task),
+    batched over the tasks, differentiated with respect to the shared parameters."""
+    def adapted(params, task):
+        step = grad(lambda p: np_module.sum(np_module.sin(p * task) ** 2))(params)
+        return params - 0.1 * step
+
+    def meta_loss(params, tasks):
+        return np_module.sum(vmap(lambda t: np_module.sum(adapted(params, t) ** 2))(tasks))
+    return meta_loss
+
+
+def test_a_maml_meta_gradient_matches_jax():
+    jax = pytest.importorskip("jax")
+    params = np.array([0.3, -0.7, 1.1], np.float32)
+    tasks = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    ours, theirs = _maml(tp.grad, tp.vmap, jnp), _maml(jax.grad, jax.vmap, jax.numpy)
+    for argnums in (0, 1):
+        want = np.asarray(jax.grad(theirs, argnums=argnums)(params, tasks))
+        np.testing.assert_allclose(np.asarray(tp.grad(ours, argnums=argnums)(params, tasks)),
+                                   want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(tp.jit(tp.grad(ours, argnums=argnums))(
+            params, tasks)), want, rtol=1e-5, atol=1e-6)

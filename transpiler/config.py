@@ -8,6 +8,8 @@ Flags can also come from the environment:
   (``@grad`` at import), not at its first call; errors then surface at the decorator.
 - ``TRANSPILER_DEVICE`` picks the default IREE driver for ``jit``
   (``auto`` chooses ``local-sync`` for small work and ``local-task`` for large).
+- ``TRANSPILER_TRACEBACK_FILTERING=off`` shows the library's own frames in tracebacks
+  (transpiler/tracebacks.py hides them by default, as JAX does).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class Config:
     """Holds the flags. Use ``config.update(name, value)`` or attribute access."""
 
     _ALIASES = {"jax_enable_x64": "enable_x64",
-                "jax_threefry_partitionable": "threefry_partitionable"}
+                "jax_threefry_partitionable": "threefry_partitionable",
+                "jax_traceback_filtering": "traceback_filtering"}
 
     def __init__(self) -> None:
         self.enable_x64: bool = _env_flag("TRANSPILER_ENABLE_X64", False)
@@ -46,6 +49,8 @@ class Config:
         self.rewrite_on_import: bool = _env_flag("TRANSPILER_REWRITE_ON_IMPORT", True)
         # Work (in elements touched per call) above which `auto` picks local-task.
         self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))
+        # "auto" hides the library's frames from tracebacks of user errors; "off" shows all.
+        self.traceback_filtering: str = os.environ.get("TRANSPILER_TRACEBACK_FILTERING", "auto")
 
     def update(self, name: str, value: Any) -> None:
         name = self._ALIASES.get(name, name)

@@ -25,6 +25,7 @@ from transpiler.codegen import disk_cache
 from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.config import config
 from transpiler.per_thread import PerThreadList
+from transpiler.tracebacks import filtered
 from transpiler.errors import located, unwrapped_tracer_error
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
@@ -261,29 +262,32 @@ class Jitted(Staged):
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _TRACE_STACK:  # jit inside jit: inline into the outer trace
-            return self._traced_fun()(*args, **kwargs)
-        if _DISABLING[0] and _JIT_DISABLED and _JIT_DISABLED[-1]:
-            return self._fun(*args, **kwargs)
-        if not kwargs:
-            try:  # all DeviceArrays: their keys are precomputed
-                fast_key = tuple(map(_DEVICE_KEY, args))
-            except AttributeError:
-                fast_key = tuple(map(_fast_signature, args))
-            if self._free_names:
-                fast_key += self._bindings()
-            entry = self._fast.get(fast_key)
-            if entry is not None:
-                cached, on_device = entry
-                return cached.call_device_arrays(args) if on_device else cached(args)
-        executable, leaves, new_key = self._specialize(args, kwargs)
-        if new_key is not None:
-            on_device = all(type(a) is DeviceArray and (a._device is executable.device or
-                                                        a._device.platform == "cpu" ==
-                                                        executable.device.platform)
-                            for a in args)
-            self._fast[new_key] = (executable, on_device)
-        return executable(leaves)
+        try:
+            if _TRACE_STACK:  # jit inside jit: inline into the outer trace
+                return self._traced_fun()(*args, **kwargs)
+            if _DISABLING[0] and _JIT_DISABLED and _JIT_DISABLED[-1]:
+                return self._fun(*args, **kwargs)
+            if not kwargs:
+                try:  # all DeviceArrays: their keys are precomputed
+                    fast_key = tuple(map(_DEVICE_KEY, args))
+                except AttributeError:
+                    fast_key = tuple(map(_fast_signature, args))
+                if self._free_names:
+                    fast_key += self._bindings()
+                entry = self._fast.get(fast_key)
+                if entry is not None:
+                    cached, on_device = entry
+                    return cached.call_device_arrays(args) if on_device else cached(args)
+            executable, leaves, new_key = self._specialize(args, kwargs)
+            if new_key is not None:
+                on_device = all(type(a) is DeviceArray and (a._device is executable.device or
+                                                            a._device.platform == "cpu" ==
+                                                            executable.device.platform)
+                                for a in args)
+                self._fast[new_key] = (executable, on_device)
+            return executable(leaves)
+        except Exception as error:
+            raise filtered(error)  # noqa: B904 (the user's frames: transpiler/tracebacks.py)
 
     def _split(self, args: Sequence[Any], kwargs: dict) -> tuple[Any, Any, Any]:
         statics = []

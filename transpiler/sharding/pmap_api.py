@@ -30,6 +30,7 @@ from transpiler.transforms.batch.api import check_axes
 from transpiler.array import Array
 from transpiler.transforms.autograph.runtime import convert_for_jit
 from transpiler.transforms.batch.api import _arg_names as names
+from transpiler.tracebacks import api_boundary
 
 STRATEGIES = ("devices", "emulated", "collectives")
 
@@ -58,6 +59,7 @@ class Pmapped(Vmapped):
     def __repr__(self) -> str:
         return f"<pmap({self.fname})>"
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if core.trace_stack or bt.AXES or self.strategy == "emulated":
             return super().__call__(*args, **kwargs)  # emulated: vmap over the shards

@@ -25,8 +25,10 @@ from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
 from transpiler.transforms.common import partials, traced
 from transpiler.transforms.common.arguments import positional_names
-from transpiler.transforms.common.closures import closure_vjp, is_closure
-from transpiler.transforms.common.generated import Staged, for_jit, target
+from transpiler.transforms.common.closures import (active_names, arg_names, closure_params,
+                                                   closure_vjp, free_bars, free_names,
+                                                   free_values, is_closure)
+from transpiler.transforms.common.generated import Staged, closed_over, converted, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.common.traced import holds_arrays, readable
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
@@ -167,6 +169,8 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     """`vjp_call`, plus the cotangent of `fn` itself as the last entry: the dict of its
     closure's cotangents (see transforms/common/closures.py), None when `fn` is no closure."""
     fn = unstaged(fn)  # jit(closure): the closure's derivative is what flows
+    if g is not None and closed_over(fn) is not None:  # g = grad(closure): its code's, again
+        return closed_over_vjp(fn, args, kwargs, g)
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
         return (*bars, fn_bar)
@@ -232,6 +236,19 @@ def vjp_call_closure_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tup
                              "pass the differentiated values positionally")
     result = vjp_call_closure(fn, args, kwargs, g)
     return tuple(result[:-1]), {}, result[-1]
+
+
+def closed_over_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
+    """(cotangents of `args`..., cotangent of the closure) of a call of ``grad(closure)``
+    (a transform whose closure carries derivatives): reverse mode of its closure-converted
+    code, whose first parameters are the closed-over values."""
+    inner = closed_over(fn)
+    free = closure_params(inner)
+    names = free_names(free) + arg_names(inner, len(args))
+    values = free_values(free, args)
+    bars = vjp_call(converted(fn), tuple(values), kwargs, g)
+    k = len(free)
+    return (*bars[k:], free_bars(free, bars[:k], active_names(names, values)))
 
 
 def unstaged(fn: Any) -> Any:

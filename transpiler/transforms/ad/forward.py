@@ -14,11 +14,12 @@ from transpiler.transforms.common import partials
 from transpiler import numpy as jnp
 from transpiler.transforms.ad.cotangents import node_of
 from transpiler.primitives.core import Primitive
-from transpiler.transforms.common.closures import closure_jvp, is_closure
+from transpiler.transforms.common.closures import (closure_jvp, closure_params, free_values,
+                                                   is_closure)
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common import traced
-from transpiler.transforms.common.generated import target
+from transpiler.transforms.common.generated import closed_over, converted, target
 from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.forward.api import jvp_function
@@ -113,6 +114,11 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         return rule(primals, tangents, kwargs)
     if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's JVP
         return fn.jvp(primals, tangents, kwargs, fn_dot)
+    if closed_over(fn) is not None:  # g = grad(closure): its closure-converted code's JVP
+        free = closure_params(closed_over(fn))
+        free_dots = tuple(None if fn_dot is None else fn_dot.get(n) for n, _ in free)
+        return jvp_call(converted(fn), tuple(free_values(free, primals)),
+                        free_dots + tuple(tangents), kwargs)
     if is_closure(fn):
         return closure_jvp(fn, primals, tangents, kwargs, fn_dot)
     if isinstance(fn, CustomJVP):

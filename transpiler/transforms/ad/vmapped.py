@@ -30,7 +30,7 @@ def _parts(v: Any, n: int) -> tuple[Any, list, list, list]:
     """The function to differentiate, and (names, values, axes) of the closed-over values
     (closure conversion, transforms/common/closures.py) followed by the arguments'."""
     fn_target = target(v.fun)
-    free = closures._free_params(fn_target) if closures.is_closure(fn_target) else []
+    free = closures.closure_params(fn_target) if closures.is_closure(fn_target) else []
     names = [name for name, _ in free] + _arg_names(v.fun, n)
     return fn_target, names, [value for _, value in free], [None] * len(free)
 

@@ -30,6 +30,7 @@ from transpiler import tree_util
 from transpiler.codegen import emit_text
 from transpiler.transforms.common.arguments import as_arrays
 from transpiler.transforms.common.generated import target
+from transpiler.tracebacks import filtered
 
 _GENERATED: dict[tuple, Callable] = {}
 _PARSED: dict[tuple, Any] = {}  # vmap's frontend: comprehensions lowered to loops
@@ -126,15 +127,18 @@ class Vmapped(TransformedFunction):
         return batch_function(target(self.fun), frozenset(names)).source  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = tuple(as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
-        kwargs = {k: as_arrays(v) for k, v in kwargs.items()}
-        dims, kwdims, size = self.prepare(args, kwargs)
-        bt.AXES.append(((self.axis_name, size),))
         try:
-            out, out_dims = bt.call(self.fun, args, dims, kwargs, kwdims)
-        finally:
-            bt.AXES.pop()
-        return place(out, out_dims, self.out_axes, size, self.fname)
+            args = tuple(as_arrays(a) for a in args)  # like JAX: NumPy inputs become arrays
+            kwargs = {k: as_arrays(v) for k, v in kwargs.items()}
+            dims, kwdims, size = self.prepare(args, kwargs)
+            bt.AXES.append(((self.axis_name, size),))
+            try:
+                out, out_dims = bt.call(self.fun, args, dims, kwargs, kwdims)
+            finally:
+                bt.AXES.pop()
+            return place(out, out_dims, self.out_axes, size, self.fname)
+        except Exception as error:
+            raise filtered(error)  # noqa: B904 (the user's frames: transpiler/tracebacks.py)
 
     def axes_for(self, args: tuple) -> Any:
         """The in_axes of a call with `args` (pmap unmaps its static arguments)."""

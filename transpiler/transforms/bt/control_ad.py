@@ -51,8 +51,8 @@ def vjp_step(fn: Any, fn_dims: Any, args: tuple, arg_dims: tuple, g: Any,
         out, out_dims = bt.call(vjp_call, (fn, tuple(args), {}, g),
                                 (fn_dims, tuple(arg_dims), None, g_dims))
         return (tuple(out), None), (tuple(part(out_dims, i) for i in range(n)), None)
-    free = closures._free_params(fn) if closures.is_closure(fn) else []
-    names = [name for name, _ in free] + closures._arg_names(fn, n)
+    free = closures.closure_params(fn) if closures.is_closure(fn) else []
+    names = [name for name, _ in free] + closures.arg_names(fn, n)
     values = [v for _, v in free] + list(args)
     dims = [part(fn_dims, name) for name, _ in free] + list(arg_dims)
     active = frozenset(m for m, v in zip(names, values) if closures.carries_derivative(v))
@@ -81,8 +81,8 @@ def jvp_step(fn: Any, fn_dims: Any, primals: tuple, primal_dims: tuple, tangents
             fh.jvp_call, (fn, tuple(primals), tuple(tangents), {}, fn_dot),
             (fn_dims, tuple(primal_dims), tuple(tangent_dims), None, fn_dot_dims))
         return (out, dot), (out_dims, dot_dims)
-    free = closures._free_params(fn) if closures.is_closure(fn) else []
-    names = [name for name, _ in free] + closures._arg_names(fn, len(primals))
+    free = closures.closure_params(fn) if closures.is_closure(fn) else []
+    names = [name for name, _ in free] + closures.arg_names(fn, len(primals))
     values = [v for _, v in free] + list(primals)
     dims = [part(fn_dims, name) for name, _ in free] + list(primal_dims)
     dots = [(fn_dot or {}).get(name) for name, _ in free] + list(tangents)

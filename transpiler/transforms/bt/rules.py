@@ -13,7 +13,8 @@ from transpiler.primitives.core import Primitive
 from transpiler.transforms import bt
 from transpiler.transforms.common import partials
 from transpiler.transforms.batch.api import Vmapped, nested_call
-from transpiler.transforms.common.generated import is_wrapper, target
+from transpiler.transforms.common import closures
+from transpiler.transforms.common.generated import TransformedFunction, is_wrapper, target
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common.traced import readable
@@ -53,6 +54,8 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)
+    if isinstance(fn, TransformedFunction) and fn.closed_over() is not None:
+        return _closed_over_call(fn, args, dims, kwargs, kwdims, fn_dims)
     fn = target(fn)
     while isinstance(fn, (CustomVJP, CustomJVP)):  # batched: the function itself
         fn = target(fn.fun)
@@ -233,6 +236,17 @@ def _special(fn: Any) -> Any:
     if module == "transpiler.lax.parallel":
         return collective_batch.RULES.get(getattr(fn, "__name__", ""))
     return None
+
+
+def _closed_over_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
+                      fn_dims: Any) -> tuple[Any, Any]:
+    """A call of ``g = grad(closure)`` whose closed-over values may be batched (`fn_dims`,
+    their companions by name): its closure-converted code, batched."""
+    free = closures.closure_params(fn.closed_over())
+    free_dims = tuple(fn_dims.get(name) if isinstance(fn_dims, dict) else None
+                      for name, _ in free)
+    return bt.call(fn.converted(), tuple(closures.free_values(free, args)),
+                   free_dims + tuple(dims), kwargs, kwdims)
 
 
 def _container(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:

@@ -23,7 +23,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import closures
 from transpiler.transforms.common import traced
-from transpiler.transforms.common.generated import target
+from transpiler.transforms.common.generated import TransformedFunction, target
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.bt import control_ad as control_batch_ad
 from transpiler.transforms.common import partials
@@ -277,7 +277,7 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     if isinstance(f, Vmapped) and g is not None:  # an inner vmap's derivative, under this one
         return _vmapped_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims, f_dims)[:2]
     f = calls.unstaged(f)
-    if g is not None and closures.is_closure(f):  # its code, its closed-over values first
+    if g is not None and _carries_closure(f):  # its code, its closed-over values first
         return _closure_vjp(f, f_dims, call_args, a_dims, call_kwargs, k_dims, g, g_dims)[:2]
     if g is None or bt.batched(f_dims):
         if g is None:
@@ -305,25 +305,38 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                          "call a transpiler.numpy function or a plain Python function there")
 
 
+def _carries_closure(f: Any) -> bool:
+    """A closure, or a transform of one whose closed-over values carry derivatives."""
+    return closures.is_closure(f) or isinstance(f, TransformedFunction) and \
+        f.closed_over() is not None
+
+
 def _closure_vjp(f: Any, f_dims: Any, call_args: tuple, a_dims: tuple, call_kwargs: dict,
                  k_dims: dict, g: Any, g_dims: Any) -> tuple:
     """(arguments' cotangents, their companions, the closure's cotangent -- a dict by name
     -- and its companions) of a call of closure `f`, whose closed-over values may be batched
-    (`f_dims`: their companions by name): its generated VJP, values first, batched."""
-    free = closures._free_params(f)
-    names = closures.free_names(free) + closures._arg_names(f, len(call_args))
+    (`f_dims`: their companions by name): its generated VJP, values first, batched. For
+    ``f = grad(closure)``, the VJP of its closure-converted code."""
+    transformed = isinstance(f, TransformedFunction)
+    inner = f.closed_over() if transformed else f
+    free = closures.closure_params(inner)
+    names = closures.free_names(free) + closures.arg_names(inner, len(call_args))
     values = closures.free_values(free, call_args)
     active = closures.active_names(names, values)
     k, n = len(free), len(call_args)
     if not active:
         return (None,) * n, None, None, None
-    generated = closures.closure_vjp_function(f, active)
-    keyword = getattr(generated, "cotangent_param", "_out_bar")
     free_dims = tuple(f_dims.get(name) if isinstance(f_dims, dict) else None
                       for name, _ in free)
-    out, out_dims = bt.call(generated, tuple(values), free_dims + tuple(a_dims),
-                            {**call_kwargs, keyword: g}, {**k_dims, keyword: g_dims})
-    bars, bars_dims = bt.getitem(out, out_dims, 1, None)
+    if transformed:
+        bars, bars_dims = _vjp_call(calls.vjp_call, (f.converted(), tuple(values), call_kwargs, g),
+                                    (None, free_dims + tuple(a_dims), k_dims, g_dims), {}, {})
+    else:
+        generated = closures.closure_vjp_function(inner, active)
+        keyword = getattr(generated, "cotangent_param", "_out_bar")
+        out, out_dims = bt.call(generated, tuple(values), free_dims + tuple(a_dims),
+                                {**call_kwargs, keyword: g}, {**k_dims, keyword: g_dims})
+        bars, bars_dims = bt.getitem(out, out_dims, 1, None)
     fn_bar = closures.free_bars(free, tuple(bars)[:k], active)
     fn_bar_dims = None if fn_bar is None else {
         name: _sub(bars_dims, i) for i, (name, _) in enumerate(free) if name in fn_bar}
@@ -337,7 +350,7 @@ def _vjp_call_closure(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: d
     the same from its generated VJP (`_closure_vjp`); else the function's code, batched."""
     f, call_args, call_kwargs, g = args
     f = calls.unstaged(f)
-    if closures.is_closure(f) and g is not None:
+    if _carries_closure(f) and g is not None:
         a_dims = dims[1] if isinstance(dims[1], (tuple, list)) else (dims[1],) * len(call_args)
         k_dims = dims[2] if isinstance(dims[2], dict) else {k: dims[2] for k in call_kwargs}
         bars, bars_dims, fn_bar, fn_bar_dims = _closure_vjp(

@@ -29,6 +29,7 @@ from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward import api as forward_api
 from transpiler.transforms.ad import calls, forward as forward_helpers, cotangents as runtime_helpers
 from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.common import generated
 from transpiler.transforms.common.generated import Staged, is_wrapper
 from transpiler.transforms.ad.cotangents import defined
 
@@ -307,10 +308,13 @@ def _cotangent_helpers() -> dict[int, str]:
         from transpiler.transforms.batch.api import vmap
         _HELPER_KINDS[id(vmap)] = "pass"  # vmap(g) carries g's closure (its derivative)
         from transpiler.transforms.common import closures  # a closure's derivative: its cells'
-        _HELPER_KINDS.update({id(closures._free_params): "closure_free_params",
+        _HELPER_KINDS.update({id(closures.closure_params): "closure_free_params",
                               id(closures.free_values): "closure_free_values",
                               id(closures.free_bars): "closure_free_bars",
                               id(closures.free_names): "static",
+                              id(closures.arg_names): "static",
+                              id(generated.closed_over): "pass",  # (its derivative: fn's)
+                              id(generated.converted): "static",
                               id(closures.active_names): "static",
                               id(closures.closure_vjp_function): "static",
                               id(closures.closure_jvp_function): "static"})

@@ -125,7 +125,7 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
     return hit[1]
 
 
-def _free_params(fn: Any) -> list[tuple[str, Any]]:
+def closure_params(fn: Any) -> list[tuple[str, Any]]:
     """(name, value) of the closed-over variables the generated code takes as parameters."""
     params = set(converted(fn)[0])
     free = []
@@ -135,7 +135,7 @@ def _free_params(fn: Any) -> list[tuple[str, Any]]:
     return free
 
 
-def _arg_names(fn: Any, count: int) -> list[str]:
+def arg_names(fn: Any, count: int) -> list[str]:
     """The parameter each of `count` positional arguments binds (the closure's own
     signature, not a wrapped function's); arguments past them, its ``*args`` name."""
     params = list(source_signature(fn).parameters.values())
@@ -165,8 +165,8 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
     one per positional argument, and the dict of its closure's (None: nothing flowed)."""
     if g is None:
         return (None,) * len(args), None
-    free = _free_params(fn)
-    names = free_names(free) + _arg_names(fn, len(args))
+    free = closure_params(fn)
+    names = free_names(free) + arg_names(fn, len(args))
     values = free_values(free, args)
     active = active_names(names, values)
     if not active:
@@ -182,12 +182,12 @@ def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Opti
 # derivative is the dict of its cells' derivatives; second order runs through these).
 
 def free_names(free: list) -> list:
-    """The names of `_free_params`' pairs (static)."""
+    """The names of `closure_params`' pairs (static)."""
     return [n for n, _ in free]
 
 
 def free_values(free: list, args: tuple = ()) -> list:
-    """The values of `_free_params`' pairs, then `args`: what the generated code of the
+    """The values of `closure_params`' pairs, then `args`: what the generated code of the
     closure is called with."""
     return [v for _, v in free] + list(args)
 
@@ -205,7 +205,7 @@ def active_names(names: list, values: list) -> frozenset:
 
 
 def free_params_tangent(free: list, fn_dot: Optional[dict]) -> list:
-    """The tangent of `_free_params(fn)` from `fn`'s (the dict of its cells' tangents)."""
+    """The tangent of `closure_params(fn)` from `fn`'s (the dict of its cells' tangents)."""
     return [(None, None if fn_dot is None else fn_dot.get(n)) for n, _ in free]
 
 
@@ -219,7 +219,7 @@ def free_bars(free: list, bars: Any, active: frozenset) -> Optional[dict]:
 # lax control flow: reverse/adjoints.py's linear_helper_rule).
 
 def free_params_bar(free: list, bar: Any) -> Optional[dict]:
-    """The cotangent of `fn` (the dict of its cells') from that of ``_free_params(fn)``."""
+    """The cotangent of `fn` (the dict of its cells') from that of ``closure_params(fn)``."""
     if bar is None:
         return None
     fn_bar = {}
@@ -248,8 +248,8 @@ def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
                 fn_dot: Optional[dict], kwargs_dot: Optional[dict] = None) -> tuple[Any, Any]:
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for closure `fn` whose closed-over
     values have the tangents in `fn_dot` (and its keyword arguments those in `kwargs_dot`)."""
-    free = _free_params(fn)
-    names = [n for n, _ in free] + _arg_names(fn, len(primals)) + list(kwargs_dot or {})
+    free = closure_params(fn)
+    names = [n for n, _ in free] + arg_names(fn, len(primals)) + list(kwargs_dot or {})
     values = [v for _, v in free] + list(primals)
     dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents) + list(
         (kwargs_dot or {}).values())

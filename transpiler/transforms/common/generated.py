@@ -6,7 +6,7 @@ inside a jit trace (`for_jit`)."""
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from transpiler.config import config
 from transpiler.errors import TranspileError, user_location
@@ -63,6 +63,28 @@ class TransformedFunction(ModuleCode):
     @abc.abstractmethod
     def differentiable(self) -> Callable:
         """This transform as plain generated Python that the transforms can take as input."""
+
+    def closed_over(self) -> Optional[Callable]:
+        """The closure this transforms, where it closes over values that carry a derivative
+        and the transform can give their derivative (through `converted()`); else None."""
+        return None
+
+    def converted(self) -> Callable:
+        """This transform of `closed_over()` as plain generated Python taking the closed-over
+        values first, then the arguments: what the transforms differentiate or batch, so
+        ``g = grad(lambda x: x * a)`` inside a transformed function passes `a`'s derivative."""
+        raise NotImplementedError(f"{type(self).__name__} has no closure-converted form")
+
+
+def closed_over(fn: Any) -> Optional[Callable]:
+    """`fn.closed_over()` for a transform, else None (a function: static to the transforms,
+    which read the code that calls it at higher orders)."""
+    return fn.closed_over() if isinstance(fn, TransformedFunction) else None
+
+
+def converted(fn: TransformedFunction) -> Callable:
+    """`fn.converted()` (static, as `closed_over`)."""
+    return fn.converted()
 
 
 _WRAPPERS: set[int] = set()  # registered by the layers above (see `carries_its_function`)

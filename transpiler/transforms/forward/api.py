@@ -29,6 +29,7 @@ from transpiler import numpy as jnp
 from transpiler.codegen import emit_text
 from transpiler.transforms.common.arguments import finalize
 from transpiler.transforms.reverse.api import grad
+from transpiler.tracebacks import api_boundary
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -203,6 +204,7 @@ class Jacobian(TransformedFunction):
         else:  # hessian: forward mode over the generated reverse code
             self.source  # noqa: B018 (generates both)
 
+    @api_boundary
     def __call__(self, *args: Any) -> Any:
         fname = getattr(self.fun, "__name__", "function")
         nums = argnums_of(self.argnums, len(args), fname)

@@ -10,13 +10,15 @@ from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.arguments import (active_names, argnums_of, as_arrays,
                                                     finalize, positional_names)
-from transpiler.transforms.common.generated import TransformedFunction, at_creation, for_jit, target
+from transpiler.transforms.common.generated import (TransformedFunction, at_creation,
+                                                    carries_its_function, for_jit, target)
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.errors import located
 from transpiler import dtypes
 from transpiler.primitives.core import abstractify
 from transpiler.codegen import emit_text
+from transpiler.tracebacks import filtered
 
 
 def _check_options(fun: Any, argnums: Any, has_aux: Any, fname: str) -> None:
@@ -55,9 +57,13 @@ class Transformed(TransformedFunction):
         self._call, self._original, self._active_of = call, fun, active_of
         self._has_aux, self._kind, self._argnums = has_aux, kind, argnums
         self._wrapper: Optional[Callable] = None
+        self._converted: Optional[Callable] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call(*args, **kwargs)
+        try:
+            return self._call(*args, **kwargs)
+        except Exception as error:
+            raise filtered(error)  # noqa: B904 (the user's frames: transpiler/tracebacks.py)
 
     @property
     def source(self) -> str:
@@ -79,19 +85,46 @@ class Transformed(TransformedFunction):
             self._wrapper = _wrapper_function(self)
         return self._wrapper
 
+    def closed_over(self) -> Optional[Callable]:
+        from transpiler.transforms.common import closures  # (closures imports forward/api)
+        fun = target(self._original)
+        return fun if closures.is_closure(fun) and closures.carries_derivative(fun) else None
 
-def _wrapper_function(t: Transformed) -> Callable:
-    """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above)."""
+    def converted(self) -> Callable:
+        if self._converted is None:
+            self._converted = _wrapper_function(self, closed_over=True)
+        return self._converted
+
+
+def _wrapper_function(t: Transformed, closed_over: bool = False) -> Callable:
+    """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above); with
+    `closed_over`, of the closure's code with its closed-over values as first parameters."""
     from transpiler.transforms import ad
+    from transpiler.transforms.common import closures  # (closures imports forward/api)
     fun = target(t._original)
     params = positional_names(fun)
-    vjp_name, generated = vjp_function(fun, t._active_of(), t._has_aux)
+    free: list[str] = []
+    if closed_over:
+        if t._has_aux:
+            raise TranspileError("differentiating through grad(f, has_aux=True) with respect "
+                                 "to values f closes over is not supported yet",
+                                 user_location(), "pass those values as arguments of f")
+        free = list(closures.converted(fun)[0])
+        generated = closures.closure_vjp_function(fun, t._active_of())
+        vjp_name = generated.__name__
+    else:
+        vjp_name, generated = vjp_function(fun, t._active_of(), t._has_aux)
     nums = (t._argnums,) if isinstance(t._argnums, int) else tuple(t._argnums)
     star = star_name(fun)
     keywords = next((p.name for p in source_signature(fun).parameters.values()
                      if p.kind == p.VAR_KEYWORD), None)
     nums = tuple(i + len(params) if i < 0 else i for i in nums)
-    grads = [f"ad.finalize(_bars[{i}], {params[i]})" if i < len(params) else
+    if free and (star or keywords):
+        raise TranspileError("differentiating through grad(f) with respect to values f closes "
+                             "over is not supported when f takes *args or **kwargs",
+                             user_location(), "pass those values as arguments of f")
+    k = len(free)
+    grads = [f"ad.finalize(_bars[{k + i}], {params[i]})" if i < len(params) else
              f"ad.finalize(_bars[{i}], {star}[{i - len(params)}])" for i in nums]
     grad_expr = grads[0] if isinstance(t._argnums, int) else f"({', '.join(grads)},)"
     if t._has_aux:
@@ -101,9 +134,10 @@ def _wrapper_function(t: Transformed) -> Callable:
     defaults = {p.name: p.default for p in inspect.signature(fun).parameters.values()
                 if p.name in params and p.default is not p.empty}
     rest = ([f"*{star}"] if star else []) + ([f"**{keywords}"] if keywords else [])
-    signature = ", ".join([f"{p}=_default_{p}" if p in defaults else p for p in params] + rest)
+    signature = ", ".join(free + [f"{p}=_default_{p}" if p in defaults else p for p in params]
+                          + rest)
     source = (f"def {name}({signature}):\n"
-              f"    _out, _bars = {vjp_name}({', '.join(params + rest)}, "
+              f"    _out, _bars = {vjp_name}({', '.join(free + params + rest)}, "
               f"{getattr(generated, 'cotangent_param', '_out_bar')}=ad.SEED)\n"
               f"    return {result}\n")
     namespace = {vjp_name: generated, "ad": ad, **{f"_default_{p}": v for p, v in defaults.items()}}
@@ -191,3 +225,8 @@ def _check_cotangent(cotangent: Any, out: Any, fname: str) -> None:
         if ca.shape != oa.shape:
             raise ValueError(f"vjp({fname}): cotangent {i} has shape {list(ca.shape)}, but the "
                              f"output has shape {list(oa.shape)}; they must match")
+
+
+# g = grad(closure) inside a transformed function: the closure's derivative passes through
+carries_its_function(grad)
+carries_its_function(value_and_grad)
