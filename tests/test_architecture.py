@@ -28,7 +28,8 @@ LAYERS = [
      "transpiler.attention"),
     ("transpiler.frontend", "transpiler.codegen"),
     ("transpiler.transforms",),
-    ("transpiler.sharding", "transpiler.jit", "transpiler.import_hook"),
+    ("transpiler.sharding", "transpiler.jit", "transpiler.compile_log",
+     "transpiler.import_hook"),
     ("transpiler.cli", "transpiler.__main__", "transpiler"),
 ]
 

@@ -10,6 +10,10 @@ Flags can also come from the environment:
   (``auto`` chooses ``local-sync`` for small work and ``local-task`` for large).
 - ``TRANSPILER_TRACEBACK_FILTERING=off`` shows the library's own frames in tracebacks
   (transpiler/tracebacks.py hides them by default, as JAX does).
+- ``TRANSPILER_LOG_COMPILES=1`` logs every compile of a jitted function, and why a
+  function is compiled again (JAX's ``jax_log_compiles``; see transpiler/compile_log.py).
+- ``TRANSPILER_COMPILE_STATUS=0`` turns off the one-line status a compile taking more
+  than a second shows in an interactive terminal.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ class Config:
 
     _ALIASES = {"jax_enable_x64": "enable_x64",
                 "jax_threefry_partitionable": "threefry_partitionable",
-                "jax_traceback_filtering": "traceback_filtering"}
+                "jax_traceback_filtering": "traceback_filtering",
+                "jax_log_compiles": "log_compiles"}
 
     def __init__(self) -> None:
         self.enable_x64: bool = _env_flag("TRANSPILER_ENABLE_X64", False)
@@ -51,6 +56,10 @@ class Config:
         self.multithread_threshold: int = int(os.environ.get("TRANSPILER_MT_THRESHOLD", 1 << 16))
         # "auto" hides the library's frames from tracebacks of user errors; "off" shows all.
         self.traceback_filtering: str = os.environ.get("TRANSPILER_TRACEBACK_FILTERING", "auto")
+        # Each compile of a jitted function logged (logger "transpiler", WARNING), with why.
+        self.log_compiles: bool = _env_flag("TRANSPILER_LOG_COMPILES", False)
+        # "compiling f (...) ..." on an interactive stderr while a compile takes over 1 s.
+        self.compile_status: bool = _env_flag("TRANSPILER_COMPILE_STATUS", True)
 
     def update(self, name: str, value: Any) -> None:
         name = self._ALIASES.get(name, name)

@@ -3,7 +3,8 @@
 A jitted function is specialized per pytree structure, shapes, dtypes (weak types
 included) and static argument values. Each specialization is traced once, compiled once
 (or loaded from the disk cache), and then called through IREE's VM directly; results stay
-on the device as `DeviceArray`s.
+on the device as `DeviceArray`s. Each compile is timed and, with
+``config.update("log_compiles", True)``, logged with why it happened (compile_log.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import functools
 import inspect
 import operator
+import time
 import weakref
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
@@ -19,10 +21,10 @@ import numpy as np
 
 import runtime
 from iree.runtime import HalBufferView, VmVariantList
-from transpiler import tree_util
+from transpiler import compile_log, tree_util
 from transpiler.array import Array, DeviceArray
 from transpiler.codegen import disk_cache
-from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
+from transpiler.compiler import compile_or_load, compile_vmfb, lower_to_stage, module_flags
 from transpiler.config import config
 from transpiler.per_thread import PerThreadList
 from transpiler.tracebacks import filtered
@@ -60,7 +62,8 @@ class Executable:
         self.device = _resolve_device(device, work)
         self.target = target
         extra = module_flags(staged.text()) if target == "llvm-cpu" else []
-        self.vmfb = compile_vmfb(staged.bytecode(), target, extra_flags=extra)
+        self.vmfb, self.from_disk_cache = compile_or_load(staged.bytecode(), target,
+                                                          extra_flags=extra)
         self.module = runtime.load(self.vmfb, self.device, array_class=DeviceArray)
         function = self.module[staged.name]
         self._invoke = function.invoke_flat
@@ -252,6 +255,9 @@ class Jitted(Staged):
         self.example_args = tuple(example_args) if example_args is not None else None
         self._static_nums, self._static_names = _static_args(fun, static_argnums, static_argnames)
         self._cache: dict[Any, Executable] = {}
+        # What each compile took and why it happened (`cache_info`, the compile log).
+        self._specializations: dict[Any, compile_log.Specialization] = {}
+        self._labels: Optional[compile_log.ArgumentLabels] = None
         self._free_names: Optional[tuple[str, ...]] = None  # see _bindings
         # Dispatch on argument types alone: (executable, whether all args are on its device).
         self._fast: dict[Any, tuple[Executable, bool]] = {}
@@ -363,8 +369,7 @@ class Jitted(Staged):
         key = (in_tree, avals, statics, bindings)
         executable = self._cache.get(key)
         if executable is None:
-            staged, out_tree = self._trace(args, kwargs, in_tree, avals)
-            executable = Executable(staged, avals, out_tree, self._device)
+            executable = self._compile(key, args, kwargs)
             self._cache[key] = executable
         fast_key = None
         if not kwargs and not statics and len(leaves) == len(args):
@@ -375,6 +380,30 @@ class Jitted(Staged):
             elif bindings:
                 fast_key += bindings
         return executable, leaves, fast_key
+
+    def _compile(self, key: Any, args: Sequence[Any], kwargs: dict) -> Executable:
+        """Trace and compile the specialization `key` of these arguments, timing both, and
+        record it (`cache_info`); logged when ``config.log_compiles`` is on."""
+        in_tree, avals, statics, _ = key
+        if self._labels is None:
+            self._labels = compile_log.ArgumentLabels(self._fun, self._static_nums,
+                                                      self._static_names)
+        names = self._labels.leaves(args, kwargs)
+        signature = compile_log.signature(names, avals, statics, self._labels)
+        with compile_log.StatusLine(f"compiling {self.__name__} {signature} ..."):
+            start = time.perf_counter()
+            staged, out_tree = self._trace(args, kwargs, in_tree, avals)
+            traced = time.perf_counter()
+            executable = Executable(staged, avals, out_tree, self._device)
+            compiled = time.perf_counter()
+        reason = compile_log.explain_miss(key, list(self._specializations), names,
+                                          self._labels, self._free_names or ())
+        spec = compile_log.Specialization(signature, traced - start, compiled - traced,
+                                          executable.from_disk_cache, reason)
+        self._specializations[key] = spec
+        if config.log_compiles:
+            compile_log.log_compile(self.__name__, self._fun, spec, len(self._specializations))
+        return executable
 
     def _bindings(self) -> tuple:
         """What the globals the function reads (modules aside) are bound to now: a trace
@@ -390,9 +419,19 @@ class Jitted(Staged):
         staged, out_tree = self._trace(args, kwargs, in_tree, avals)
         return Lowered(self, (in_tree, avals, statics), staged, avals, out_tree, in_tree)
 
+    def cache_info(self) -> list[compile_log.Specialization]:
+        """The specializations compiled so far, oldest first: each one's signature
+        (``(x: float32[3], n=4)``), how long its trace and its compile took, whether the
+        compile came from the disk cache, and why it was made. Our extension: JAX's
+        jitted functions have no ``cache_info``."""
+        return list(self._specializations.values())
+
     def clear_cache(self) -> None:
+        """Drop this function's compiled specializations from memory (JAX's
+        ``clear_cache``); the next call traces and compiles again (the disk cache is kept)."""
         self._cache.clear()
         self._fast.clear()
+        self._specializations.clear()
 
     def __repr__(self) -> str:
         return f"<jit({self.__name__})>"

@@ -210,6 +210,13 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
                  extra_flags: Sequence[str] = (), devices: int = 0) -> bytes:
     """StableHLO bytecode -> .vmfb bytes, through the disk cache. With ``devices`` (a
     module whose values carry device affinities ``@dev0``...) it is built for that many."""
+    return compile_or_load(bytecode, target_name, cpu, extra_flags, devices)[0]
+
+
+def compile_or_load(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "host",
+                    extra_flags: Sequence[str] = (), devices: int = 0) -> tuple[bytes, bool]:
+    """`compile_vmfb`, and whether the module came from the disk cache (for `jit`'s
+    compile log)."""
     tgt = target(target_name)
     flags = _with_flags(compile_flags(tgt, cpu), [*extra_flags, *device_flags(tgt, devices)])
     key = cache_key(bytecode, tgt, flags, cpu)
@@ -217,11 +224,11 @@ def compile_vmfb(bytecode: bytes, target_name: str = "llvm-cpu", cpu: str = "hos
         cached = read_cache(key)
         if cached is not None:
             CompileStats.cache_hits += 1
-            return cached
+            return cached, True
     vmfb = _compile_with_fallbacks(bytecode, tgt, flags)
     if config.disk_cache:
         write_cache(key, vmfb)
-    return vmfb
+    return vmfb, False
 
 
 # Known failures of IREE 3.13's CPU backend, each fixed by one flag, tried in turn:
