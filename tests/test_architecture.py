@@ -3,9 +3,9 @@ tests/programs/architecture.py, which also prints the sizes issue notes quote).
 
 Layers, lowest first: the runtime; the core (config, errors, dtypes, pytrees); primitives,
 their lowering and the compiler; the array library (numpy, lax, nn, random ...); the
-frontend and code generation; the transforms; jit, pmap and the import hook; the CLI and
-the public package. A module imports only from its own layer or lower ones, except for the
-few upward imports listed below, each with its reason."""
+frontend and code generation; the transforms; jit, pmap, the import hook and scipy (built
+on the transforms); the CLI and the public package. A module imports only from its own
+layer or lower ones, except for the few upward imports listed below, each with its reason."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ LAYERS = [
     ("transpiler.primitives", "transpiler.lowering", "transpiler.compiler"),
     ("transpiler.array", "transpiler.array_methods", "transpiler.numpy", "transpiler.lax",
      "transpiler.nn", "transpiler.random", "transpiler.prng", "transpiler.initializers",
-     "transpiler.scipy", "transpiler.example_libraries", "transpiler.builtin_functions",
+     "transpiler.example_libraries", "transpiler.builtin_functions",
      "transpiler.attention"),
     ("transpiler.frontend", "transpiler.codegen"),
     ("transpiler.transforms",),
+    # scipy is built on the transforms: custom_jvp rules, minimize's gradients
     ("transpiler.sharding", "transpiler.jit", "transpiler.compile_log",
-     "transpiler.import_hook"),
+     "transpiler.import_hook", "transpiler.scipy"),
     ("transpiler.cli", "transpiler.__main__", "transpiler"),
 ]
 
@@ -43,8 +44,20 @@ UPWARD = {
         "a region's results are cast with jnp where branches disagree on weak types",
     ("transpiler.lax.control", "transpiler.transforms.autograph.runtime"):
         "under jit a branch or body runs with its own Python control flow converted",
-    ("transpiler.scipy.optimize._minimize", "transpiler.transforms.reverse.api"):
-        "minimize differentiates the objective it is given (JAX's BFGS uses value_and_grad)",
+    ("transpiler.lax.solves", "transpiler.transforms.forward.custom_jvp"):
+        "custom_root and custom_linear_solve are custom_jvp functions (implicit derivatives)",
+    ("transpiler.lax.solves", "transpiler.transforms.forward.api"):
+        "their rules differentiate the user's function (jvp of f at the solution)",
+    ("transpiler.lax.solves", "transpiler.transforms.ad.calls"):
+        "their transposes call reverse mode's run-time helpers (vjp of f at the solution)",
+    ("transpiler.lax.solves", "transpiler.transforms.ad.forward"):
+        "and forward mode's (the tangent of a closure's value)",
+    ("transpiler.lax.solves", "transpiler.transforms.ad.cotangents"):
+        "whether a function value carries a derivative",
+    ("transpiler.lax.solves", "transpiler.transforms.common.closures"):
+        "a closure's derivative is its cells' (refusing wrappers that would hide it)",
+    ("transpiler.lax.solves", "transpiler.transforms.common.arguments"):
+        "a cotangent shaped like its primal",
     ("transpiler.random.distributions", "transpiler.transforms.forward.custom_jvp"):
         "gamma draws are a custom_jvp: JAX's implicit reparameterization in the shape",
     ("transpiler.lax.parallel", "transpiler.transforms.reverse.custom_vjp"):

@@ -100,7 +100,6 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                          "pswapaxes"),
         **_reasons(NOT_YET, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "RaggedDotDimensionNumbers RandomAlgorithm Tolerance "
-                            "custom_linear_solve custom_root "
                             "scaled_dot scatter_apply"),
     },
     "jax.random": {"random_gamma_p": COMPOSITE},
@@ -109,9 +108,6 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         **_reasons(NOT_YET, "breakpoint log"),
         **_reasons(INTERNAL, "DebugEffect OrderedDebugEffect"),
     },
-    "jax.scipy.special": _reasons(NOT_YET, "bernoulli bessel_jn boxcox boxcox1p comb dawsn "
-                                           "erfcx exp1 expi expn fresnel hyp1f1 hyp2f1 "
-                                           "owens_t sici spence sph_harm_y wofz"),
     "jax.scipy.linalg": _reasons(NOT_YET, "eigh_tridiagonal expm_frechet funm hessenberg "
                                           "polar qr_multiply rsf2csf schur solve_sylvester "
                                           "sqrtm"),

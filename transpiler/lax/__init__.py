@@ -119,6 +119,7 @@ cummax, cummin = _cumulative(red_p.cummax), _cumulative(red_p.cummin)
 from transpiler.lax.control import cond, probe, switch, while_loop  # noqa: E402,F401
 from transpiler.lax.loops import fori_loop, map, scan  # noqa: E402,F401
 from transpiler.lax.sorting import sort, sort_key_val, top_k  # noqa: E402,F401
+from transpiler.lax.solves import custom_linear_solve, custom_root  # noqa: E402,F401
 from transpiler.lax.special import erf, erf_inv  # noqa: E402,F401
 from transpiler.lax.gamma_functions import digamma, lgamma, polygamma, zeta  # noqa: E402,F401
 from transpiler.lax.bessel import bessel_i0e, bessel_i1e  # noqa: E402,F401

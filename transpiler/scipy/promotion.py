@@ -11,10 +11,11 @@ from transpiler.primitives.core import abstractify
 
 
 def promote_inexact(*args: Any) -> tuple:
-    """The arguments as arrays of one floating dtype (JAX's ``promote_args_inexact``:
-    integers and bools promote to the default float, Python scalars stay weak)."""
+    """The arguments as arrays of one inexact dtype (JAX's ``promote_args_inexact``:
+    integers and bools promote to the default float, complex stays complex, Python scalars
+    stay weak)."""
     dtype = dtypes.promote(*[_dtype_and_weakness(a) for a in args])[0]
-    if not dtypes.is_float(dtype):
+    if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
     return tuple([as_dtype(a, dtype) for a in args])
 

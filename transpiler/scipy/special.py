@@ -4,6 +4,12 @@ The gamma, incomplete gamma and beta, zeta and Bessel families are the `transpil
 primitives (lax/gamma_functions.py, incomplete_gamma.py, incomplete_beta.py, bessel.py:
 derivative rules of their own, XLA's algorithms under ``jit``); the rest is built from
 `transpiler.numpy` and `transpiler.nn`, differentiable and batchable as the code it is.
+The exponential integrals (exp1, expi, expn, sici, spence) are in exponential_integrals.py,
+the error function's relatives (dawsn, erfcx, fresnel, owens_t, wofz) in
+error_functions.py, each with its analytic derivative as a ``custom_jvp`` rule.
+The hypergeometric functions (hyp1f1, hyp2f1, custom_jvp too) are in hypergeometric.py,
+bessel_jn in bessel_series.py, sph_harm_y in spherical_harmonics.py, bernoulli and comb in
+combinatorics.py, boxcox and boxcox1p in power_transforms.py.
 ``erfc`` is XLA's float32 approximation, so float64 inputs get float32 accuracy there.
 Branches are computed on safe operands (``where(c, f(safe_x), g(x))``), so that a branch
 not taken never puts NaN into a derivative.
@@ -23,7 +29,14 @@ from transpiler.lax.special import erfc
 from transpiler.nn import erf, erf_inv, log_softmax, logsumexp, sigmoid, softmax
 from transpiler.primitives import conversions as conv
 from transpiler.primitives.core import abstractify
+from transpiler.scipy.bessel_series import bessel_jn
+from transpiler.scipy.combinatorics import bernoulli, comb
+from transpiler.scipy.error_functions import dawsn, erfcx, fresnel, owens_t, wofz
+from transpiler.scipy.exponential_integrals import exp1, expi, expn, sici, spence
+from transpiler.scipy.hypergeometric import hyp1f1, hyp2f1
+from transpiler.scipy.power_transforms import boxcox, boxcox1p
 from transpiler.scipy.promotion import as_dtype, promote_inexact
+from transpiler.scipy.spherical_harmonics import sph_harm_y
 
 erfinv = erf_inv
 expit = sigmoid
@@ -279,8 +292,10 @@ def ndtri(p: Any) -> Any:
     return jnp.where(upper, -x, x)
 
 
-__all__ = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
-           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
-           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax",
-           "xlog1py", "xlogy", "zeta"]
+__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p",
+           "comb", "dawsn", "digamma", "entr", "erf", "erfc",
+           "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel",
+           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0",
+           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr",
+           "sici", "softmax", "sph_harm_y", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
