@@ -4,6 +4,8 @@ differences; Python's late binding is honoured or reported."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -105,6 +107,11 @@ def jit_with_static_arguments(a):
     return f(3.0, 3)
 
 
+def checkpoint_of_a_closure(a):
+    block = tp.checkpoint(lambda x: jnp.sin(x * a))
+    return block(2.0)
+
+
 def inner_gradient(a):
     g = tp.grad(lambda x: x * x * a ** 3)
     return g(2.0)  # 4 a^3
@@ -119,6 +126,7 @@ def inner_value_and_gradient(a):
     (jit_of_a_lambda, lambda a: 3 * np.cos(a), lambda a: -3 * np.sin(a)),
     (jit_of_a_nested_function, lambda a: 6 * a, lambda a: 6.0),
     (jit_with_static_arguments, lambda a: 9 * a ** 2, lambda a: 18 * a),
+    (checkpoint_of_a_closure, lambda a: 2 * np.cos(2 * a), lambda a: -4 * np.sin(2 * a)),
     (inner_gradient, lambda a: 12 * a ** 2, lambda a: 24 * a),
     (inner_value_and_gradient, lambda a: 3 * np.cos(2 * a) - 2 * a * np.sin(2 * a),
      lambda a: -8 * np.sin(2 * a) - 4 * a * np.cos(2 * a)),
@@ -162,3 +170,29 @@ def test_a_maml_meta_gradient_matches_jax():
                                    want, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(tp.jit(tp.grad(ours, argnums=argnums))(
             params, tasks)), want, rtol=1e-5, atol=1e-6)
+
+
+def partial_of_a_closure(a):
+    bound = functools.partial(lambda x, y: jnp.sin(x * y * a), 2.0)
+    return bound(1.5) + functools.partial(bound)(0.5)  # sin(3a) + sin(a)
+
+
+def jacobians_of_a_closure(a):
+    square = lambda x: x * x * a  # noqa: E731
+    return tp.jacfwd(square)(2.0) + tp.jacrev(square)(3.0)  # 4a + 6a
+
+
+@pytest.mark.parametrize("f, slope", [
+    (partial_of_a_closure, lambda a: 3 * np.cos(3 * a) + np.cos(a)),
+    (jacobians_of_a_closure, lambda a: 10.0 + 0 * a),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_partials_and_jacobians_of_a_closure_pass_its_derivative(f, slope):
+    """``functools.partial(closure, ...)``, ``jacfwd(closure)`` and ``jacrev(closure)``:
+    the closed-over values' derivative flows through them (all once gave 0)."""
+    a = 0.7
+    np.testing.assert_allclose(float(tp.grad(f)(a)), slope(a), rtol=1e-5)
+    np.testing.assert_allclose(float(tp.jit(tp.grad(f))(a)), slope(a), rtol=1e-5)
+    np.testing.assert_allclose(float(tp.jvp(f, (a,), (1.0,))[1]), slope(a), rtol=1e-5)
+    batch = np.array([0.5, -1.5], np.float32)
+    np.testing.assert_allclose(np.asarray(tp.vmap(f)(batch)), [float(f(b)) for b in batch],
+                               rtol=1e-6)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 from transpiler.errors import located
 from transpiler.transforms.ad import remat as recomputation
 from transpiler.transforms.ad.remat import checkpoint_name
-from transpiler.transforms.common.generated import ModuleCode, Staged
+from transpiler.transforms.common.generated import ModuleCode, Staged, carries_its_function
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies"]
 
@@ -122,6 +122,9 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: Any = True,
 
 
 remat = checkpoint
+# c = checkpoint(closure) inside a transformed function: the closure's derivative passes
+# through (differentiated as the closure itself: its recomputation is reverse mode's choice)
+carries_its_function(checkpoint)
 
 _EFFECTS = {"callback", "io_callback", "print"}  # jax.debug.print, debug.callback ...
 

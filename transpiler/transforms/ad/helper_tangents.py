@@ -51,5 +51,6 @@ RULES: dict[str, Rule] = {
                                      f"{d[2]}, {x[1]})",
     "partial_make_vjp": lambda t, x, d: f"ad.partial_make_vjp({x[0]}, {x[1]}, {d[2]})",
     "partial_pair": lambda t, x, d: f"ad.partial_pair({x[0]}, {d[1]})",
-    "partial_own_bars": lambda t, x, d: f"ad.partial_own_bars({x[0]}, {d[1]}, {d[2]} or {{}})",
+    "partial_own_bars": lambda t, x, d: f"ad.partial_own_bars({x[0]}, {d[1]}, {d[2]} or {{}}, "
+                                        f"{d[3] if len(d) > 3 else None})",
 }

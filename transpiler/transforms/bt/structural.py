@@ -266,11 +266,12 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     k_dims = k_dims if isinstance(k_dims, dict) else {k: k_dims for k in call_kwargs}
     if partials.is_partial(f):  # its function, on the bound arguments first
         k = len(f.args)
-        bound_dims, keyword_dims = partials.pair(f, f_dims if isinstance(f_dims, tuple) else None)
+        bound_dims, keyword_dims, func_dims = partials.pair(
+            f, f_dims if isinstance(f_dims, tuple) else None)
         full_args, full_kwargs = partials.bound(f, call_args, call_kwargs)
         bars, bars_dims = _vjp_call(fn, (f.func, full_args, full_kwargs, g),
-                                    (None, (*bound_dims, *a_dims), {**keyword_dims, **k_dims},
-                                     g_dims), {}, {})
+                                    (func_dims, (*bound_dims, *a_dims),
+                                     {**keyword_dims, **k_dims}, g_dims), {}, {})
         return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
     if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
         return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)

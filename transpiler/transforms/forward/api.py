@@ -10,12 +10,13 @@ reverse: ``jacfwd`` of the generated ``grad`` code, as JAX's ``jacfwd(jacrev(f))
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.arguments import active_names, argnums_of, positional_names
-from transpiler.transforms.common.generated import TransformedFunction, at_creation, for_jit, target
+from transpiler.transforms.common.generated import (TransformedFunction, at_creation,
+                                                    carries_its_function, for_jit, target)
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.common.signature import star_name
 from transpiler.transforms.forward.custom_jvp import CustomJVP, jvp_of_custom_jvp
@@ -235,6 +236,19 @@ class Jacobian(TransformedFunction):
             self._wrapper = _jacobian_function(self)
         return self._wrapper
 
+    def closed_over(self) -> Optional[Callable]:
+        from transpiler.transforms.common import closures  # (closures imports this module)
+        fun = target(self.fun)
+        if self.kind == "hessian" or not closures.is_closure(fun) or \
+                not closures.carries_derivative(fun):
+            return None
+        return fun
+
+    def converted(self) -> Callable:
+        if getattr(self, "_converted", None) is None:
+            self._converted = _jacobian_function(self, closed_over=True)
+        return self._converted
+
     @property
     def source(self) -> str:
         fn = target(self.fun)
@@ -250,10 +264,12 @@ class Jacobian(TransformedFunction):
         return jvp_function(fn, active)[1].source  # type: ignore
 
 
-def _jacobian_function(j: Jacobian) -> Callable:
-    """Write and load ``jacfwd_<f>``/``jacrev_<f>`` (see `Jacobian.differentiable`)."""
+def _jacobian_function(j: Jacobian, closed_over: bool = False) -> Callable:
+    """Write and load ``jacfwd_<f>``/``jacrev_<f>`` (see `Jacobian.differentiable`); with
+    `closed_over`, of the closure's code with its closed-over values as first parameters."""
     from transpiler.transforms import ad
     from transpiler.transforms.batch.api import vmap
+    from transpiler.transforms.common import closures  # (closures imports this module)
     if not isinstance(j.argnums, int) or j.has_aux:
         raise TranspileError(f"a {j.kind} with several argnums or has_aux cannot be "
                              "differentiated again yet", user_location(),
@@ -266,19 +282,28 @@ def _jacobian_function(j: Jacobian) -> Callable:
     if not -len(params) <= j.argnums < len(params):
         raise TranspileError(f"{j.kind}: argnums {j.argnums} is out of range", user_location())
     x = params[j.argnums]
-    args = ", ".join(params)
-    none = ", ".join(["None"] * len(params)) + ","
-    if kind == "jacfwd":
+    free = list(closures.converted(target)[0]) if closed_over else []
+    args = ", ".join(free + params)
+    none = ", ".join(["None"] * (len(free) + len(params))) + ","
+    if kind == "jacfwd" and closed_over:
+        generated = closures.closure_jvp_function(target, frozenset({x}))
+        callee = generated.__name__
+    elif kind == "jacfwd":
         callee, generated = jvp_function(target, frozenset({x}))
+    if kind == "jacfwd":
         suffix = getattr(generated, "tangent_suffix", "_dot")
         body = (f"    _out, _columns = vmap({callee}, in_axes=({none}))({args}, "
                 f"{x}{suffix}=ad.basis_of({x}))\n"
                 f"    return ad.forward_jacobian(_columns, {x})\n")
     else:
         from transpiler.transforms.reverse.generate import vjp_function
-        callee, generated = vjp_function(target, frozenset({x}), False)
+        if closed_over:
+            generated = closures.closure_vjp_function(target, frozenset({x}))
+            callee = generated.__name__
+        else:
+            callee, generated = vjp_function(target, frozenset({x}), False)
         bar = getattr(generated, "cotangent_param", "_out_bar")
-        i = params.index(x)  # a scalar output: its gradient (one vjp), else vmap over rows
+        i = len(free) + params.index(x)  # a scalar output: its gradient, else vmap over rows
         body = (f"    _out, _bars = {callee}({args}, {bar}=ad.SEED_IF_SCALAR)\n"
                 f"    if ad.is_scalar(_out):\n"
                 f"        return ad.finalize(_bars[{i}], {x})\n"
@@ -464,5 +489,10 @@ def _check_array_output(out: Any, kind: str, fname: str) -> None:
             raise TypeError(f"{kind}({fname}): the output must have a floating dtype, got "
                             f"{aval.dtype}")
 
+
+# j = jacfwd(closure) inside a transformed function: the closure's derivative passes through
+# (hessian is not: its closure-converted form is not built, and the error stays).
+carries_its_function(jacfwd)
+carries_its_function(jacrev)
 
 __all__ = ["jvp", "linearize", "jacfwd", "jacrev", "hessian", "jvp_function"]
