@@ -11,6 +11,7 @@ import pytest
 
 import transpiler as tp
 import transpiler.numpy as jnp
+from transpiler.errors import TranspileError
 from tests.oracles import finite_differences
 
 
@@ -182,6 +183,11 @@ def jacobians_of_a_closure(a):
     return tp.jacfwd(square)(2.0) + tp.jacrev(square)(3.0)  # 4a + 6a
 
 
+def vmap_of_a_gradient_of_a_closure(a):
+    slopes = tp.vmap(tp.grad(lambda x: x * x * a))(jnp.arange(3.0))  # 2 x a
+    return jnp.sum(slopes) + jnp.sum(tp.vmap(tp.jacfwd(lambda x: x * a))(jnp.ones(2)))
+
+
 @pytest.mark.parametrize("f, slope", [
     (partial_of_a_closure, lambda a: 3 * np.cos(3 * a) + np.cos(a)),
     (jacobians_of_a_closure, lambda a: 10.0 + 0 * a),
@@ -196,3 +202,23 @@ def test_partials_and_jacobians_of_a_closure_pass_its_derivative(f, slope):
     batch = np.array([0.5, -1.5], np.float32)
     np.testing.assert_allclose(np.asarray(tp.vmap(f)(batch)), [float(f(b)) for b in batch],
                                rtol=1e-6)
+
+
+def test_vmap_of_a_gradient_of_a_closure_passes_its_derivative():
+    np.testing.assert_allclose(float(tp.grad(vmap_of_a_gradient_of_a_closure)(0.7)), 8.0,
+                               rtol=1e-6)
+    np.testing.assert_allclose(float(tp.jit(tp.grad(vmap_of_a_gradient_of_a_closure))(0.7)),
+                               8.0, rtol=1e-6)
+    np.testing.assert_allclose(float(tp.jvp(vmap_of_a_gradient_of_a_closure, (0.7,),
+                                            (1.0,))[1]), 8.0, rtol=1e-6)
+    with pytest.raises(TranspileError, match="outer batch is not supported yet"):
+        tp.vmap(vmap_of_a_gradient_of_a_closure)(np.ones(2, np.float32))
+
+
+def test_vmap_of_vmap_of_a_closure_is_refused_under_grad():
+    """Its batched code holds the closed-over values as constants: an error naming the fix,
+    never the zero it once gave."""
+    def f(a):
+        return jnp.sum(tp.vmap(tp.vmap(lambda x: x * a))(jnp.ones((2, 2))))
+    with pytest.raises(TranspileError, match="closes over is not supported yet"):
+        tp.grad(f)(1.5)

@@ -9,8 +9,9 @@ from typing import Any, Optional
 
 from transpiler import tree_util
 from transpiler.tree_util._registry import sequence_like
+from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common import closures
-from transpiler.transforms.common.generated import target
+from transpiler.transforms.common.generated import closed_over, converted, target
 from transpiler.transforms.batch.api import _arg_names
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.ad.cotangents import differentiable_value
@@ -28,11 +29,37 @@ def _axes_per_arg(v: Any, n: int) -> tuple:
 
 def _parts(v: Any, n: int) -> tuple[Any, list, list, list]:
     """The function to differentiate, and (names, values, axes) of the closed-over values
-    (closure conversion, transforms/common/closures.py) followed by the arguments'."""
+    (closure conversion, transforms/common/closures.py) followed by the arguments'. For
+    ``vmap(grad(closure))``, the closure-converted code of the inner transform: a plain
+    function whose first parameters are the closed-over values."""
+    inner = closed_over(v.fun)
+    if inner is not None:
+        free = closures.closure_params(inner)
+        return converted(v.fun), [name for name, _ in free] + _arg_names(inner, n), \
+            [value for _, value in free], [None] * len(free)
     fn_target = target(v.fun)
+    if not closures.is_closure(fn_target) and _hides_a_closure(v.fun):
+        raise TranspileError(
+            "differentiating vmap of a transformed function (vmap(vmap(f)), vmap(grad(f)) "
+            "...) with respect to values f closes over is not supported yet", user_location(),
+            "pass those values to f as arguments (in_axes=None for the vmap)")
     free = closures.closure_params(fn_target) if closures.is_closure(fn_target) else []
     names = [name for name, _ in free] + _arg_names(v.fun, n)
     return fn_target, names, [value for _, value in free], [None] * len(free)
+
+
+def _hides_a_closure(fn: Any) -> bool:
+    """Whether `fn` transforms (vmap, grad, jacfwd ... of ...) a closure whose values carry
+    derivatives, which its batched code holds as constants."""
+    for _ in range(16):
+        inner = getattr(fn, "fun", None) or getattr(fn, "_original", None) or \
+            getattr(fn, "_fun", None)
+        if inner is None:
+            return False
+        if closures.is_closure(inner):
+            return closures.carries_derivative(inner)
+        fn = inner
+    return False
 
 
 def vmap_vjp(v: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Any]:
@@ -60,7 +87,7 @@ def vjp_plan(v: Any, args: tuple) -> Optional[tuple[Vmapped, list, tuple, list]]
                        if any(differentiable_value(x) for x in tree_util.tree_leaves(a)))
     if not active:
         return None
-    if free:
+    if free and closures.is_closure(target):
         generated = closures.closure_vjp_function(target, active)
     else:
         generated = vjp_function(target, active, False)[1]
@@ -100,7 +127,7 @@ def vmap_jvp(v: Any, primals: tuple, tangents: tuple, kwargs: dict,
     active = frozenset(n for n, t in zip(names, dots_all) if t is not None)
     if not active:
         return v(*primals, **kwargs), None
-    if free:
+    if free and closures.is_closure(target):
         generated = closures.closure_jvp_function(target, active)
     else:
         generated = jvp_function(target, active)[1]

@@ -374,6 +374,11 @@ def nested_call(inner: Vmapped, args: tuple, dims: tuple, kwargs: dict, kwdims: 
                  {k: m[0] for k, m in kw_merged.items()}, {k: m[1] for k, m in kw_merged.items()})
     bt.AXES.append((*frame, (inner.axis_name, size)))
     try:
+        if bt.batched(fn_dims) and not closures.is_closure(inner.fun):
+            raise TranspileError(
+                "vmap of a vmap of a transformed function (vmap(grad(f)) ...) whose f closes "
+                "over values of the outer batch is not supported yet", user_location(),
+                "pass those values to f as arguments")
         if bt.batched(fn_dims):  # a closure over values of the outer batch: merged too
             free = dict(closures.closure_items(inner.fun))
             both = {n: merge(free[n], d, None) for n, d in fn_dims.items() if n in free}
