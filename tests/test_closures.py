@@ -222,3 +222,23 @@ def test_vmap_of_vmap_of_a_closure_is_refused_under_grad():
         return jnp.sum(tp.vmap(tp.vmap(lambda x: x * a))(jnp.ones((2, 2))))
     with pytest.raises(TranspileError, match="closes over is not supported yet"):
         tp.grad(f)(1.5)
+
+
+def custom_rule_over_a_closure(a, kind):
+    def base(x):
+        return x * a
+    if kind == "custom_vjp":
+        g = tp.custom_vjp(base)
+        g.defvjp(lambda x: (x * a, None), lambda _, bar: (bar * a,))
+    else:
+        g = tp.custom_jvp(base)
+        g.defjvp(lambda p, t: (g(p[0]), t[0] * a))
+    return g(2.0)
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
+def test_a_custom_rule_made_over_differentiated_values_is_refused(kind):
+    """Its rule gives the derivative of its arguments only: an error at the call, never
+    the zero it once gave for the closed-over values."""
+    with pytest.raises(TranspileError, match="closes over"):
+        tp.grad(custom_rule_over_a_closure)(1.5, kind)

@@ -25,9 +25,9 @@ from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
 from transpiler.transforms.common import partials, traced
 from transpiler.transforms.common.arguments import positional_names
-from transpiler.transforms.common.closures import (active_names, arg_names, closure_params,
-                                                   closure_vjp, free_bars, free_names,
-                                                   free_values, is_closure)
+from transpiler.transforms.common.closures import (active_names, arg_names, carries_derivative,
+                                                   closure_params, closure_vjp, free_bars,
+                                                   free_names, free_values, is_closure)
 from transpiler.transforms.common.generated import Staged, closed_over, converted, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.common.traced import holds_arrays, readable
@@ -171,6 +171,13 @@ def vjp_call_closure(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     fn = unstaged(fn)  # jit(closure): the closure's derivative is what flows
     if g is not None and closed_over(fn) is not None:  # g = grad(closure): its code's, again
         return closed_over_vjp(fn, args, kwargs, g)
+    if g is not None and _custom_rule_over_a_closure(fn):
+        raise TranspileError(
+            f"cannot differentiate {getattr(fn, '__name__', 'a custom_vjp/custom_jvp function')}"
+            " with respect to the values its function closes over: its rule defines the "
+            "derivative of its arguments only (JAX refuses this for custom_vjp)", user_location(),
+            "pass those values as arguments (nondiff_argnums for non-differentiated ones), or "
+            "define the function outside the differentiated one")
     if is_closure(fn):
         bars, fn_bar = closure_vjp(fn, args, kwargs, g)
         return (*bars, fn_bar)
@@ -249,6 +256,15 @@ def closed_over_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     bars = vjp_call(converted(fn), tuple(values), kwargs, g)
     k = len(free)
     return (*bars[k:], free_bars(free, bars[:k], active_names(names, values)))
+
+
+def _custom_rule_over_a_closure(fn: Any) -> bool:
+    """A custom_vjp/custom_jvp function made from a closure whose values carry a derivative
+    (made inside the differentiated function)."""
+    from transpiler.transforms.forward.custom_jvp import CustomJVP  # (it imports this module)
+    inner = getattr(fn, "fun", None)
+    return isinstance(fn, (CustomVJP, CustomJVP)) and is_closure(inner) and \
+        carries_derivative(inner)
 
 
 def unstaged(fn: Any) -> Any:
