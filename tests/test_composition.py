@@ -6,6 +6,8 @@ installed, JAX."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -107,6 +109,36 @@ def test_grad_of_vmap_of_a_helper_calling_the_custom_function():
 
     got = jax.grad(lambda x: jnp.sum(jax.vmap(helper)(x)))(X)
     _close(got, np.clip(2.0 * np.cos(X), -0.1, 0.1))  # the rule sees the cotangent 2.0
+
+
+@jax.custom_jvp
+def scaled_sin(x):
+    return jnp.sin(x)
+
+
+@scaled_sin.defjvp
+def _scaled_sin_jvp(primals, tangents):
+    return jnp.sin(primals[0]), 100.0 * tangents[0]  # the custom rule, not cos(x)
+
+
+@pytest.mark.parametrize("custom", [scaled_sin, clipped_sin], ids=["custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize("wrap", ["cond", "partial", "scan", "fori_loop", "checkpoint", "jit",
+                                  "closure"])
+def test_grad_through_a_wrapper_keeps_the_custom_rule(custom, wrap):
+    """The rule is what differentiates the function wherever it is called from (a custom_jvp
+    called through a branch or a partial once got its primal's derivative, without a word)."""
+    calls = {
+        "cond": lambda c: jax.lax.cond(True, custom, lambda v: v, c),
+        "partial": lambda c: functools.partial(custom)(c),
+        "scan": lambda c: jax.lax.scan(lambda s, _: (custom(s), None), c, None, length=1)[0],
+        "fori_loop": lambda c: jax.lax.fori_loop(0, 1, lambda i, s: custom(s), c),
+        "checkpoint": lambda c: jax.checkpoint(custom)(c),
+        "jit": lambda c: jax.jit(custom)(c),
+        "closure": lambda c: (lambda v: custom(v))(c),
+    }
+    x = np.float32(0.3)
+    want = 100.0 if custom is scaled_sin else float(_rule(x))
+    _close(jax.grad(calls[wrap])(x), want)
 
 
 def test_against_jax():

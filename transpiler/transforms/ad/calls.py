@@ -31,6 +31,7 @@ from transpiler.transforms.common.closures import (active_names, arg_names, carr
 from transpiler.transforms.common.generated import Staged, closed_over, converted, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
 from transpiler.transforms.common.traced import holds_arrays, readable
+from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.reverse.generate import vjp_function
 
@@ -113,6 +114,7 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any,
     """Cotangents of ``fn(*args, **kwargs)`` for a callee only known at run time; `activity`
     (from the caller's analysis) marks the arguments that carry a derivative, where not
     all do -- the others are constants to a Python callee even when they hold floats."""
+    fn = unstaged(fn)  # jit(f), checkpoint(f): f's derivative (its custom rule included)
     if fn is functools.partial:  # making one, or calling one (transforms/common/partials.py)
         return partials.make_vjp(args, kwargs, g)[0]
     if partials.is_partial(fn):
@@ -141,8 +143,8 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any,
         return rule(out, g, *args, **kwargs)
     if not any(differentiable_value(a) for a in args):
         return (None,) * len(args)
-    if not traced.readable(target(fn)):  # a builtin, C function, class: traced
-        return traced.vjp(fn, args, kwargs, g)
+    if not isinstance(fn, CustomJVP) and not traced.readable(target(fn)):
+        return traced.vjp(fn, args, kwargs, g)  # a builtin, C function, class: traced
     flags = active_flags(args, activity)
     active = active_params(fn, flags)
     _, generated = vjp_function(fn, active, False)
@@ -261,7 +263,6 @@ def closed_over_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
 def _custom_rule_over_a_closure(fn: Any) -> bool:
     """A custom_vjp/custom_jvp function made from a closure whose values carry a derivative
     (made inside the differentiated function)."""
-    from transpiler.transforms.forward.custom_jvp import CustomJVP  # (it imports this module)
     inner = getattr(fn, "fun", None)
     return isinstance(fn, (CustomVJP, CustomJVP)) and is_closure(inner) and \
         carries_derivative(inner)
