@@ -125,8 +125,9 @@ def _scaled_sin_jvp(primals, tangents):
 @pytest.mark.parametrize("wrap", ["cond", "partial", "scan", "fori_loop", "checkpoint", "jit",
                                   "closure"])
 def test_grad_through_a_wrapper_keeps_the_custom_rule(custom, wrap):
-    """The rule is what differentiates the function wherever it is called from (a custom_jvp
-    called through a branch or a partial once got its primal's derivative, without a word)."""
+    """The rule is what differentiates the function wherever it is called from, under grad
+    and vmap(grad) (through a branch, a partial or a wrapper made in the differentiated
+    function, both kinds once got their primal's derivative, without a word)."""
     calls = {
         "cond": lambda c: jax.lax.cond(True, custom, lambda v: v, c),
         "partial": lambda c: functools.partial(custom)(c),
@@ -139,6 +140,7 @@ def test_grad_through_a_wrapper_keeps_the_custom_rule(custom, wrap):
     x = np.float32(0.3)
     want = 100.0 if custom is scaled_sin else float(_rule(x))
     _close(jax.grad(calls[wrap])(x), want)
+    _close(jax.vmap(jax.grad(calls[wrap]))(np.array([x, x])), np.array([want, want]))
 
 
 def test_against_jax():

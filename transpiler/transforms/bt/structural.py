@@ -24,6 +24,8 @@ from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import closures
 from transpiler.transforms.common import traced
 from transpiler.transforms.common.generated import TransformedFunction, target
+from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.bt import control_ad as control_batch_ad
 from transpiler.transforms.common import partials
@@ -288,9 +290,12 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         rule = calls.vjp_rule(f, call_args, call_kwargs, activity)
         return bt.call(rule, (out, g, *call_args), (out_dims, g_dims, *a_dims), call_kwargs,
                        k_dims)
-    elif not traced.readable(target(f)) and not isinstance(f, Primitive):
+    elif isinstance(f, CustomVJP):  # its own rules, batched
+        return _custom_vjp_bwd(calls.custom_vjp_bwd, (f, call_args, call_kwargs, g),
+                               (None, a_dims, k_dims, g_dims), {}, {})
+    elif not isinstance(f, (Primitive, CustomJVP)) and not traced.readable(target(f)):
         return traced.batched_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
-    elif isinstance(f, types.FunctionType):
+    elif isinstance(f, (types.FunctionType, CustomJVP)):  # (a custom_jvp: its rule's VJP)
         active = calls.active_params(f, calls.active_flags(call_args, activity))
         if not active:
             return (None,) * len(call_args), None
