@@ -77,24 +77,26 @@ class TransformedFunction(ModuleCode):
 
 
 def closed_over(fn: Any) -> Optional[Callable]:
-    """`fn.closed_over()` for a transform, else None (a function: static to the transforms,
-    which read the code that calls it at higher orders)."""
+    """`fn.closed_over()` for a transform, else None. A function, so that the transforms can
+    read the code that calls it (at higher orders): to them it is the identity on the
+    derivative (classify: "pass"), the closure's being the transform's."""
     return fn.closed_over() if isinstance(fn, TransformedFunction) else None
 
 
 def converted(fn: TransformedFunction) -> Callable:
-    """`fn.converted()` (static, as `closed_over`)."""
+    """`fn.converted()`: a function, as `closed_over`; static to the transforms (the converted
+    code holds no derivative, its closed-over values being its parameters)."""
     return fn.converted()
 
 
-_WRAPPERS: set[int] = set()  # registered by the layers above (see `carries_its_function`)
+_WRAPPERS: set[int] = set()  # registered where each wrapper is defined (jit, grad, ...)
 
 
 def carries_its_function(wrapper: Callable) -> Callable:
     """Register `wrapper` (``jit``) as making a value whose derivative is its first
     argument's: ``f = jit(g)`` passes the tangent, cotangent or batch companions of `g`'s
     closure through, as ``vmap(g)`` does (classify: "pass"; vmap: the companions ride
-    along). For the layers above the transforms, which these cannot import."""
+    along). A registry, so that jit and checkpoint, above the transforms, can join it."""
     _WRAPPERS.add(id(wrapper))
     return wrapper
 
