@@ -114,8 +114,9 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         return rule(primals, tangents, kwargs)
     if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's JVP
         return fn.jvp(primals, tangents, kwargs, fn_dot)
-    if closed_over(fn) is not None:  # g = grad(closure): its closure-converted code's JVP
-        free = closure_params(closed_over(fn))
+    inner = closed_over(fn)
+    if inner is not None:  # g = grad(closure): its closure-converted code's JVP
+        free = closure_params(inner)
         free_dots = tuple(None if fn_dot is None else fn_dot.get(n) for n, _ in free)
         return jvp_call(converted(fn), tuple(free_values(free, primals)),
                         free_dots + tuple(tangents), kwargs)

@@ -14,7 +14,7 @@ from transpiler.transforms import bt
 from transpiler.transforms.common import partials
 from transpiler.transforms.batch.api import Vmapped, nested_call
 from transpiler.transforms.common import closures
-from transpiler.transforms.common.generated import TransformedFunction, is_wrapper, target
+from transpiler.transforms.common.generated import closed_over, is_wrapper, target
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common.traced import readable
@@ -54,7 +54,7 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
     special = _special(fn)
     if special is not None:
         return special(fn, args, dims, kwargs, kwdims)
-    if isinstance(fn, TransformedFunction) and fn.closed_over() is not None:
+    if closed_over(fn) is not None:
         return _closed_over_call(fn, args, dims, kwargs, kwdims, fn_dims)
     fn = target(fn)
     while isinstance(fn, (CustomVJP, CustomJVP)):  # batched: the function itself
@@ -242,7 +242,7 @@ def _closed_over_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: d
                       fn_dims: Any) -> tuple[Any, Any]:
     """A call of ``g = grad(closure)`` whose closed-over values may be batched (`fn_dims`,
     their companions by name): its closure-converted code, batched."""
-    free = closures.closure_params(fn.closed_over())
+    free = closures.closure_params(closed_over(fn))
     free_dims = tuple(fn_dims.get(name) if isinstance(fn_dims, dict) else None
                       for name, _ in free)
     return bt.call(fn.converted(), tuple(closures.free_values(free, args)),

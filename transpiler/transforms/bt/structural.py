@@ -23,7 +23,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import closures
 from transpiler.transforms.common import traced
-from transpiler.transforms.common.generated import TransformedFunction, target
+from transpiler.transforms.common.generated import closed_over, target
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.reverse.generate import vjp_function
@@ -313,8 +313,7 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
 
 def _carries_closure(f: Any) -> bool:
     """A closure, or a transform of one whose closed-over values carry derivatives."""
-    return closures.is_closure(f) or isinstance(f, TransformedFunction) and \
-        f.closed_over() is not None
+    return closures.is_closure(f) or closed_over(f) is not None
 
 
 def _closure_vjp(f: Any, f_dims: Any, call_args: tuple, a_dims: tuple, call_kwargs: dict,
@@ -323,8 +322,8 @@ def _closure_vjp(f: Any, f_dims: Any, call_args: tuple, a_dims: tuple, call_kwar
     -- and its companions) of a call of closure `f`, whose closed-over values may be batched
     (`f_dims`: their companions by name): its generated VJP, values first, batched. For
     ``f = grad(closure)``, the VJP of its closure-converted code."""
-    transformed = isinstance(f, TransformedFunction)
-    inner = f.closed_over() if transformed else f
+    transformed = closed_over(f) is not None
+    inner = closed_over(f) if transformed else f
     free = closures.closure_params(inner)
     names = closures.free_names(free) + closures.arg_names(inner, len(call_args))
     values = closures.free_values(free, call_args)
