@@ -25,8 +25,8 @@ from transpiler.transforms.ad.cotangents import differentiable_value
 from transpiler.transforms.ad.templates import evaluate_vjp, vjp_rule_function
 from transpiler.transforms.common import partials, traced
 from transpiler.transforms.common.arguments import positional_names
-from transpiler.transforms.common.closures import (active_names, arg_names, carries_derivative,
-                                                   closure_params, closure_vjp, free_bars,
+from transpiler.transforms.common.closures import (active_names, arg_names, closure_params,
+                                                   closure_vjp, derivative_closure, free_bars,
                                                    free_names, free_values, is_closure)
 from transpiler.transforms.common.generated import Staged, closed_over, converted, for_jit, target
 from transpiler.transforms.common.signature import source_signature, star_name
@@ -263,9 +263,8 @@ def closed_over_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
 def _custom_rule_over_a_closure(fn: Any) -> bool:
     """A custom_vjp/custom_jvp function made from a closure whose values carry a derivative
     (made inside the differentiated function)."""
-    inner = getattr(fn, "fun", None)
-    return isinstance(fn, (CustomVJP, CustomJVP)) and is_closure(inner) and \
-        carries_derivative(inner)
+    return isinstance(fn, (CustomVJP, CustomJVP)) and \
+        derivative_closure(getattr(fn, "fun", None)) is not None
 
 
 def unstaged(fn: Any) -> Any:

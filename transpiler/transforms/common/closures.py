@@ -41,6 +41,11 @@ def closure_items(fn: Any) -> list[tuple[str, Any]]:
     return items
 
 
+def derivative_closure(fn: Any) -> Any:
+    """`fn` when it is a closure whose closed-over values carry a derivative, else None."""
+    return fn if is_closure(fn) and carries_derivative(fn) else None
+
+
 def carries_derivative(value: Any, depth: int = 0) -> bool:
     """Whether a value can carry a derivative: floating arrays, containers, and functions
     closing over such values."""

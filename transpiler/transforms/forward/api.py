@@ -238,11 +238,7 @@ class Jacobian(TransformedFunction):
 
     def closed_over(self) -> Optional[Callable]:
         from transpiler.transforms.common import closures  # (closures imports this module)
-        fun = target(self.fun)
-        if self.kind == "hessian" or not closures.is_closure(fun) or \
-                not closures.carries_derivative(fun):
-            return None
-        return fun
+        return None if self.kind == "hessian" else closures.derivative_closure(target(self.fun))
 
     def converted(self) -> Callable:
         if getattr(self, "_converted", None) is None:

@@ -87,8 +87,7 @@ class Transformed(TransformedFunction):
 
     def closed_over(self) -> Optional[Callable]:
         from transpiler.transforms.common import closures  # (closures imports forward/api)
-        fun = target(self._original)
-        return fun if closures.is_closure(fun) and closures.carries_derivative(fun) else None
+        return closures.derivative_closure(target(self._original))
 
     def converted(self) -> Callable:
         if self._converted is None:
