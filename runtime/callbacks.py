@@ -52,7 +52,11 @@ def debug_sink(hal: rt.HalDevice) -> rt.HalModuleDebugSink:
         if handler is None:
             print(f"{key}: {', '.join(map(_text, arrays))}", file=sys.stdout)
             return
-        handler(arrays)
+        try:
+            handler(arrays)
+        except BaseException as error:  # (raised again as it is by the call that ran it)
+            _RAISED.error = error
+            raise
 
     return rt.HalModuleDebugSink(on_trace)
 
@@ -124,8 +128,9 @@ _RAISED = threading.local()
 
 
 def raised_in_host_function() -> Optional[BaseException]:
-    """The exception a host function raised during the last failed call on this thread (IREE
-    reports it as a RuntimeError with its text), once; None if none did."""
+    """The exception a host function or a traced-value handler raised during the last
+    failed call on this thread (IREE reports it as a RuntimeError with its text), once;
+    None if none did."""
     error = getattr(_RAISED, "error", None)
     _RAISED.error = None
     return error

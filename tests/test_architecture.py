@@ -25,7 +25,7 @@ LAYERS = [
     ("transpiler.array", "transpiler.array_methods", "transpiler.numpy", "transpiler.lax",
      "transpiler.nn", "transpiler.random", "transpiler.prng", "transpiler.initializers",
      "transpiler.example_libraries", "transpiler.builtin_functions",
-     "transpiler.attention"),
+     "transpiler.attention", "transpiler.debug", "transpiler.host_callbacks"),
     ("transpiler.frontend", "transpiler.codegen"),
     ("transpiler.transforms",),
     # scipy is built on the transforms: custom_jvp rules, minimize's gradients

@@ -21,6 +21,7 @@ import numpy as np
 
 import runtime
 from iree.runtime import HalBufferView, VmVariantList
+from runtime.callbacks import raised_in_host_function
 from transpiler import compile_log, tree_util
 from transpiler.array import Array, DeviceArray
 from transpiler.codegen import disk_cache
@@ -99,6 +100,9 @@ class Executable:
         try:
             self._context_invoke(self._vm_function, arg_list, ret_list)
         except Exception as err:
+            raised = raised_in_host_function()  # (a callback's own error, as it is)
+            if raised is not None:
+                raise raised from None
             raise RuntimeError(f"{self.staged.name}() failed in IREE: {err}") from err
         get, wrap = ret_list.get_as_object, DeviceArray._wrap
         if self._single:

@@ -188,8 +188,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     Python scalar in `init_val` takes the dtype the body gives it).
 
     `max_iters` (an extension of JAX's signature) stops the loop after at most that many
-    iterations; with it, reverse-mode differentiation works under jit (the iterations'
-    values fit a buffer of `max_iters` entries)."""
+    iterations; with it, reverse mode under jit runs a masked loop of `max_iters` steps
+    (without it, a checkpointed one: transforms/ad/control.py)."""
     _check_callable(cond_fun, "cond_fun", "while_loop")
     _check_callable(body_fun, "body_fun", "while_loop")
     if max_iters is not None:

@@ -22,13 +22,16 @@ error (common/generated.py's `refuse_rule_code`, frontend's parse_function).
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
 ``[trip_count, ...]`` buffer under jit, by a forward `scan`) and re-runs one iteration's
-forward code to differentiate it. A `while_loop`'s trip count is only known when it runs,
-so under jit its reverse mode is an error (forward mode works).
+forward code to differentiate it. A `while_loop`'s trip count is only known when it runs:
+under jit its reverse mode stores a checkpoint per block of steps and computes each
+block's carries again (`_checkpointed_while_vjp`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
+import numpy as np
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
@@ -41,9 +44,10 @@ from transpiler.transforms.ad.cotangents import add
 from transpiler.primitives.core import Tracer
 from transpiler.transforms.common.generated import for_jit
 from transpiler.lax.control import selecting_in_loops
-from transpiler import lax
+from transpiler import debug, lax
 from transpiler.rule_code import read_by
 from transpiler.lax.loops import _index_dtype
+from transpiler.lowering.regions import probe_with_size
 
 
 # The rules forward mode reads (second derivatives: forward over reverse).
@@ -275,7 +279,7 @@ def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
 def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """Eagerly the trip count is known: the carries go on a Python list. Under jit it is
     not: with ``max_iters`` the loop runs as a `scan` of that many masked steps (a step
-    after the condition failed keeps the carry); without it, a clear error."""
+    after the condition failed keeps the carry); without it, with checkpoints."""
     cond_fun, body_fun, init = args[:3]
     max_iters = args[3] if len(args) > 3 else kwargs.get("max_iters")
     if g is None:
@@ -285,13 +289,8 @@ def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
         return (None, *_bounded_while_vjp(cond_fun, body_fun, init, int(max_iters), g),
                 *(None,) * (len(args) - 3))
     if traced:
-        raise TranspileError(
-            "reverse-mode differentiation of a while loop under jit: its trip count depends "
-            "on traced values, so the values each iteration needs in the backward pass "
-            "cannot be stored", user_location(),
-            "give the loop a bound: lax.while_loop(cond, body, init, max_iters=N); or use "
-            "lax.fori_loop with static bounds or lax.scan, or differentiate in forward mode "
-            "(jvp, jacfwd)")
+        return (None, *_checkpointed_while_vjp(cond_fun, body_fun, init, g),
+                *(None,) * (len(args) - 3))
     carries: list[Any] = []
     val = init
     while cond_fun(val) and (max_iters is None or len(carries) < max_iters):
@@ -330,6 +329,116 @@ def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
     (bar, body_bar), _ = lax.scan(backward, (fill(g, init), fill(None, body_fun)),
                                   (carries, kept), reverse=True)
     return body_bar, bar
+
+
+# A while loop's checkpoints under jit (see _checkpointed_while_vjp) fill at most this many
+# bytes: 32 x 32 blocks of steps while the carry is up to 64 KiB, fewer past that.
+CHECKPOINT_BYTES = 1 << 26
+
+
+def _checkpoint_layout(carry: Any, body_size: int) -> tuple[int, int, int]:
+    """(steps per block, blocks per group, groups) for `_checkpointed_while_vjp`: a small
+    body runs 8 steps a block, unrolled (fewer for larger bodies, as lax/loops.py does)."""
+    size = sum(leaf.dtype.itemsize * int(np.prod(leaf.shape))
+               for leaf in tree_util.tree_leaves(carry))
+    steps = 8 if body_size <= 24 else 4 if body_size <= 96 else 2
+    blocks, groups = 32, 32
+    while groups > 2 and blocks * groups * max(size, 1) > CHECKPOINT_BYTES:
+        if groups >= blocks:
+            groups //= 2
+        else:
+            blocks //= 2
+    return steps, blocks, groups
+
+
+def _checkpointed_while_vjp(cond_fun: Any, body_fun: Any, init: Any, g: Any) -> tuple:
+    """Reverse mode through a `while_loop` whose trip count only the run knows, with no
+    bound given. The forward loop runs in blocks of `steps` steps (unrolled; a step after
+    the condition failed keeps the carry) and stores the carry at the start of each block:
+    in a buffer of `blocks` checkpoints per group, copied into a buffer of `groups` groups
+    when a group is full. (IREE 3.13 copies a loop-carried buffer on every iteration that
+    writes it, lax/loops.py: two small buffers, each written once per block or group,
+    copy far less than one large one.) The backward loop visits the blocks last first:
+    each computes its carries again from its checkpoint and differentiates its steps in
+    reverse. In all: two forward passes and one backward one, in buffers of a static size,
+    for up to ``steps * blocks * groups`` trips (more stops the run with an error, never
+    a wrong derivative)."""
+    test, step = _primal(cond_fun), _primal(body_fun)
+    carry_avals, body_size = probe_with_size(step, init)
+    steps, blocks, groups = _checkpoint_layout(carry_avals, body_size)
+    structure = tree_util.tree_structure(carry_avals)
+
+    def buffer(*rows: int) -> list[Any]:
+        return [jnp.zeros(rows + tuple(a.shape), a.dtype) for a in tree_util.tree_leaves(
+            carry_avals)]
+
+    def at(buffers: list[Any], *index: Any) -> Any:
+        leaves = buffers
+        for i in index:
+            leaves = [lax.dynamic_index_in_dim(b, i, 0, keepdims=False) for b in leaves]
+        return tree_util.tree_unflatten(structure, leaves)
+
+    def put(buffers: list[Any], i: Any, leaves: list[Any]) -> list[Any]:
+        return [lax.dynamic_update_index_in_dim(b, jnp.astype(v, b.dtype), i, 0)
+                for b, v in zip(buffers, leaves)]
+
+    def block(state: tuple) -> tuple:
+        k, carry, running, trips, saved = state
+        saved = put(saved, k, tree_util.tree_leaves(carry))
+        for _ in range(steps):
+            running = jnp.logical_and(running, test(carry))
+            carry = _where(running, step(carry), carry)
+            trips = trips + jnp.astype(running, jnp.int32)
+        return k + 1, carry, running, trips, saved
+
+    def group(state: tuple) -> tuple:
+        j, carry, running, trips, groups_saved = state
+        _, carry, running, trips, saved = lax.while_loop(
+            lambda s: jnp.logical_and(s[2], s[0] < blocks), block,
+            (jnp.asarray(0, jnp.int32), carry, running, trips, buffer(blocks)))
+        return j + 1, carry, running, trips, put(groups_saved, j, saved)
+
+    _, last, running, trips, saved = lax.while_loop(
+        lambda s: jnp.logical_and(s[2], s[0] < groups), group,
+        (jnp.asarray(0, jnp.int32), init, jnp.asarray(True), jnp.asarray(0, jnp.int32),
+         buffer(groups, blocks)))
+    _stop_beyond(jnp.logical_and(running, test(last)), steps * blocks * groups)
+    used = (trips + (steps - 1)) // steps
+
+    def backward(i: Any, acc: tuple) -> tuple:
+        bar, body_bar = acc
+        b = used - 1 - i
+        carries = [at(saved, b // blocks, b % blocks)]
+        for t in range(steps - 1):
+            live = b * steps + t < trips
+            carries.append(_where(live, step(carries[-1]), carries[-1]))
+        for t in range(steps - 1, -1, -1):
+            live = b * steps + t < trips
+            (new_bar,), fn_bar = _vjp(body_fun, (carries[t],), bar)
+            bar = _where(live, fill(new_bar, carries[t]), bar)
+            body_bar = _where(live, _add(body_bar, fill(fn_bar, body_fun)), body_bar)
+        return bar, body_bar
+
+    bar, body_bar = lax.fori_loop(0, used, backward, (fill(g, init), fill(None, body_fun)))
+    return body_bar, bar
+
+
+def _stop_beyond(unfinished: Any, capacity: int) -> None:
+    """Stops the run (an error raised from the host) when the loop still ran after the
+    trips its checkpoints hold."""
+    where = user_location()
+
+    def fail(_: Any) -> None:
+        raise RuntimeError(
+            f"reverse-mode differentiation of a while loop under jit: the loop ran more than "
+            f"the {capacity} trips its checkpoints hold (at {where}); give it a bound, "
+            "lax.while_loop(cond, body, init, max_iters=N), or use lax.scan / lax.fori_loop")
+
+    def report(flag: Any) -> Any:
+        debug.callback(fail, flag)
+        return flag
+
+    lax.cond(unfinished, report, lambda flag: flag, unfinished)
 
 
 VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {

@@ -182,8 +182,8 @@ def append_error(info: ConstructInfo, name: str) -> TranspileError:
             info.loc,
             f"the derivative code records one tape entry per iteration (`{name}`), so the "
             "number of iterations must be known when tracing: loop over a static range "
-            "(Python ints), write the loop as lax.while_loop(cond, body, init, "
-            "max_iters=N) (a bound), or use lax.fori_loop with static bounds or lax.scan.")
+            "(Python ints), write the loop as lax.while_loop(cond, body, init) (differentiated "
+            "under jit with checkpoints), or use lax.fori_loop with static bounds or lax.scan.")
     if info.kind == "if":
         hint = ("under jit both branches run as one lax.cond, so a Python list cannot grow in "
                 "only one of them; append after the `if`, or select values with jnp.where.")

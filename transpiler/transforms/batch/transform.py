@@ -233,7 +233,7 @@ class Vectorize:
             except TranspileError as err:
                 if not self.library:
                     raise
-                emitted = [stmt, _deferred_error(err)]  # library code: fail if it runs
+                emitted = [stmt, _deferred_error(err, self.parsed.locations.get(stmt))]
             if isinstance(stmt, cst.SimpleStatementLine):
                 for function, free in self.closure_dims.items():  # late binding
                     emitted += [self.line(f"{self.b(function)}[{n!r}] = {self.b(n)}")

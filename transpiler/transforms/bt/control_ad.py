@@ -277,7 +277,8 @@ def while_loop_vjp(b: Bound, g: Any, g_dims: Any) -> dict:
     test, step = user(*b["cond_fun"]), user(body, body_dims)
     traced = any(_traced(x) for x in tree_util.tree_leaves((init, g)))
     if traced and max_iters is None:
-        raise _reverse_error("a while loop under jit: its trip count depends on traced values")
+        raise _reverse_error("a batched while loop under jit (vmap of its gradient): its "
+                             "trip count depends on traced values")
     leaves, leaf_dims, spec = flatten(init, init_dims)
     start, dims = unflatten(spec, placed(leaves, leaf_dims, [0] * len(leaves)),
                             [0] * len(leaves))

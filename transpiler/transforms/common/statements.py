@@ -189,11 +189,14 @@ def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
     return found
 
 
-def _deferred_error(err: TranspileError) -> cst.BaseStatement:
+def _deferred_error(err: TranspileError, at: Any) -> cst.BaseStatement:
     """A statement that raises `err` when the backward pass reaches it. Library composites
     have branches that never run for arrays (list inputs, say); only a path that runs may
-    fail."""
-    loc = err.loc
+    fail. It names the statement's own location `at` unless `err` points into the same
+    file: a location outside it is where the transform happened to be asked for first (a
+    user's line), and generated code is cached and shared; ``ad.fail`` turns a library
+    location into the user's line of the run that reaches it."""
+    loc = err.loc if err.loc is not None and (at is None or err.loc.file == at.file) else at
     # The library's own files as <transpiler>/...: generated code is shipped (the bundle).
     where = f"{portable_path(loc.file)!r}, {loc.line}, {loc.col}" if loc is not None \
         else "None, 0, 0"

@@ -199,7 +199,7 @@ class ForwardAD:
             except TranspileError as err:
                 if self.user_code:
                     raise
-                emitted = [stmt, _deferred_error(err)]  # library code: fail if it runs
+                emitted = [stmt, _deferred_error(err, self.parsed.locations.get(stmt))]
             for function, free in self.closure_tangents.items():  # late binding: a closure
                 emitted += [self.line(f"{self.dot(function)}[{n!r}] = {self.dot(n)}")  # sees
                             for n in targets if n in free]  # the variable's new value

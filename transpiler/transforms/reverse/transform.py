@@ -391,7 +391,7 @@ class ReverseAD:
                 out.extend(self.backward_closure(stmt))
                 continue
             if stmt in self.refused:
-                out.append(_deferred_error(self.refused[stmt]))
+                out.append(_deferred_error(self.refused[stmt], self.location(stmt)))
                 continue
             assign = _assign(stmt)
             if assign is None:
@@ -411,7 +411,7 @@ class ReverseAD:
             try:
                 lines = adjoint_of(self, stmt, assign)
             except TranspileError as err:  # raised if (and only if) this path runs
-                lines = [_deferred_error(err)]
+                lines = [_deferred_error(err, self.location(stmt))]
             if guarded and lines:  # its cotangent may be None (zero): skip the adjoint then
                 fresh = sorted(self.has_bar - had)
                 self.maybe_none.update(fresh)
