@@ -187,6 +187,25 @@ def test_second_process_compiles_nothing(tmp_path):
     assert "is corrupt" in third.stderr
 
 
+def test_scalar_arguments_share_a_buffer_only_with_the_same_bits():
+    """A scalar argument's device buffer is kept for the next call with the same value:
+    -0.0 is not 0.0, NaN is NaN, a Python number takes the argument's dtype, and more
+    distinct values than are kept still give their own answers."""
+    divide = jax.jit(lambda x, s: x / s)
+    x = np.ones(2, np.float32)
+    values = [0.0, -0.0, 2.0, np.float32(2.0), np.float32(-0.0), 3, np.nan, 0.5]
+    values += [float(v) for v in range(100)] + [np.float32(v) for v in range(100)]
+    for v in values * 2:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want = x / np.float32(v)
+        got = np.asarray(divide(x, v))
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+    flag = jax.jit(lambda x, b: jnp.where(b, x, -x))
+    assert np.asarray(flag(x, True)).tolist() == [1.0, 1.0]
+    assert np.asarray(flag(x, np.bool_(False))).tolist() == [-1.0, -1.0]
+
+
 def test_devices_and_driver_choice():
     small = jax.jit(lambda x: x + 1)
     out = small(np.ones(4, np.float32))

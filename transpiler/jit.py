@@ -21,6 +21,7 @@ import numpy as np
 
 import runtime
 from iree.runtime import HalBufferView, VmVariantList
+from runtime.array import host_to_buffer_view
 from runtime.callbacks import raised_in_host_function
 from transpiler import compile_log, tree_util
 from transpiler.array import Array, DeviceArray
@@ -67,35 +68,51 @@ class Executable:
                                                           extra_flags=extra)
         self.module = runtime.load(self.vmfb, self.device, array_class=DeviceArray)
         function = self.module[staged.name]
-        self._invoke = function.invoke_flat
         self._context_invoke = function._context.invoke
         self._vm_function = function._vm_function
         self._out = [(a.dtype, a.shape) for a in self.out_avals]
         self._n_out = len(self._out)
         self._single = out_tree == tree_util.tree_structure(0)
+        # Buffers of scalar arguments by (dtype, value): a module never writes its inputs.
+        self._scalars: dict[tuple, Any] = {}
 
     def _buffer(self, leaf: Any, aval: ShapedArray) -> Any:
-        if isinstance(leaf, runtime.DeviceArray) and leaf.dtype == aval.dtype:
+        if type(leaf) is DeviceArray and leaf.dtype == aval.dtype:
             if leaf.device is self.device or (leaf.device.platform == "cpu"
                                               and self.device.platform == "cpu"):
-                return leaf.buffer_view
-        value = leaf._value if isinstance(leaf, Array) else np.asarray(leaf, dtype=aval.dtype)
-        return self.device.put(value, dtype=aval.dtype).buffer_view
-
-    def call_flat(self, leaves: Sequence[Any]) -> list[DeviceArray]:
-        buffers = [self._buffer(leaf, aval) for leaf, aval in zip(leaves, self.in_avals)]
-        results = self._invoke(buffers)
-        device, wrap = self.device, DeviceArray._wrap
-        return [wrap(bv, device, dt, shape) for bv, (dt, shape) in zip(results, self._out)]
+                return leaf._bv
+        if type(leaf) is aval.dtype.type:  # a NumPy scalar of the argument's type
+            value = leaf
+        elif isinstance(leaf, Array):
+            value = leaf._value
+        else:
+            value = np.asarray(leaf, dtype=aval.dtype)
+        if value.ndim:
+            return host_to_buffer_view(self.device.hal, np.asarray(value, aval.dtype))
+        # A scalar (a step size, a flag): its buffer is kept for the next call that passes
+        # the same bits (a module never writes its inputs).
+        key = (aval.dtype, value.tobytes())
+        view = self._scalars.get(key)
+        if view is None:
+            if len(self._scalars) >= 64:
+                self._scalars.clear()
+            view = self._scalars[key] = host_to_buffer_view(
+                self.device.hal, np.asarray(value, aval.dtype))
+        return view
 
     def __call__(self, leaves: Sequence[Any]) -> Any:
-        return tree_util.tree_unflatten(self.out_tree, self.call_flat(leaves))
+        return self._run([self._buffer(leaf, aval) for leaf, aval in zip(leaves, self.in_avals)])
 
     def call_device_arrays(self, args: Sequence[Any]) -> Any:
         """The hot path: every argument is already a DeviceArray of the right type."""
-        arg_list = VmVariantList(len(args))
-        for a in args:
-            arg_list.push_ref(a._bv)
+        return self._run([a._bv for a in args])
+
+    def _run(self, views: Sequence[Any]) -> Any:
+        """The function on these argument buffers; its outputs as DeviceArrays in the output
+        structure."""
+        arg_list = VmVariantList(len(views))
+        for view in views:
+            arg_list.push_ref(view)
         ret_list = VmVariantList(self._n_out)
         try:
             self._context_invoke(self._vm_function, arg_list, ret_list)
@@ -278,9 +295,12 @@ class Jitted(Staged):
             if _DISABLING[0] and _JIT_DISABLED and _JIT_DISABLED[-1]:
                 return self._fun(*args, **kwargs)
             if not kwargs:
-                try:  # all DeviceArrays: their keys are precomputed
-                    fast_key = tuple(map(_DEVICE_KEY, args))
-                except AttributeError:
+                if args and type(args[0]) is DeviceArray:
+                    try:  # all DeviceArrays: their keys are precomputed
+                        fast_key = tuple(map(_DEVICE_KEY, args))
+                    except AttributeError:
+                        fast_key = tuple(map(_fast_signature, args))
+                else:  # (scalars, NumPy arrays: no exception to raise and catch)
                     fast_key = tuple(map(_fast_signature, args))
                 if self._free_names:
                     fast_key += self._bindings()
