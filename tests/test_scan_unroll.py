@@ -150,3 +150,35 @@ def test_unrolled_scan_without_xs_counts_its_steps():
     carry, ys = f(np.int32(3))
     assert int(carry) == 24
     np.testing.assert_array_equal(np.asarray(ys), 2 * np.arange(3, 24))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("n,width", [(96, 600), (256, 1000), (34, 1200)])
+def test_scans_with_large_outputs_split_into_levels_and_keep_their_order(n, width, reverse):
+    """Stacked outputs over 64 KiB run as a short outer scan of inner scans (lax/loops.py's
+    `_segment_length`: 96 = 4 x 24, 256 = 4 x 4 x 16, 34 = 2 x 17): the values and their
+    order are a Python loop's, the gradient the rolled scan's."""
+    rng = np.random.default_rng(n)
+    xs = rng.normal(size=(n, width)).astype(np.float32)
+
+    def f(h0, xs, unroll):
+        def step(h, x):
+            h = jnp.tanh(0.9 * h + x)
+            return h, h * 2.0
+        return lax.scan(step, h0, xs, reverse=reverse, unroll=unroll)
+
+    h0 = np.zeros(width, np.float32)
+    h, ys = tp.jit(f, static_argnums=2)(h0, xs, 1)
+    want, rows = h0.astype(np.float64), [None] * n
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        want = np.tanh(0.9 * want + xs[t])
+        rows[t] = want * 2.0
+    np.testing.assert_allclose(np.asarray(h), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ys), np.stack(rows), rtol=1e-5, atol=1e-6)
+
+    def loss(xs, unroll):
+        return jnp.sum(f(h0, xs, unroll)[1] ** 2)
+
+    split = tp.jit(tp.grad(loss), static_argnums=1)(xs, 1)
+    rolled = tp.jit(tp.grad(loss), static_argnums=1)(xs[:], False)
+    np.testing.assert_allclose(np.asarray(split), np.asarray(rolled), rtol=1e-5, atol=1e-6)

@@ -175,19 +175,23 @@ def scan(f: Callable[[Any, Any], Any], init: Any, xs: Any = None,
 # IREE 3.13 does not update a loop-carried buffer in place: each iteration of a `while`
 # that writes one row of a [n, ...] buffer copies the whole buffer (O(n^2) traffic; 0.3 ms
 # an iteration for a 1000x1000 float32 buffer). A scan whose stacked outputs exceed this
-# many bytes runs as an outer scan of inner scans of ~sqrt(n) steps, each split again
-# while it is long and large: O(n^1.5) traffic or less.
+# many bytes runs as a short outer scan (4 or a few more iterations, each copying the
+# whole buffer once) of inner scans, each split again while it is long and large: the
+# traffic is a few times the buffer per level, O(n log n). (Outer scans of ~sqrt(n)
+# iterations copied 3x more: 40 copies of 4 MB for a 1000-step gradient tape.)
 _SPLIT_BYTES = 1 << 16
 
 
 def _segment_length(n: int, y_avals: Any) -> int:
-    """The inner length of a two-level scan (a divisor of `n` near sqrt(n)), or 1."""
+    """The inner length of a two-level scan (``n`` over its smallest divisor from 4 to 16,
+    else over its smallest one), or 1 for a scan that stays one loop (a prime `n`)."""
     size = sum(n * a.size * a.dtype.itemsize for a in tree_util.tree_leaves(y_avals)
                if isinstance(a, ShapedArray))
     if size <= _SPLIT_BYTES or n < 16:
         return 1
-    best = min((d for d in range(2, n) if n % d == 0), key=lambda d: d + n // d, default=1)
-    return best if best + n // best < n else 1
+    divisors = [d for d in range(2, n // 2 + 1) if n % d == 0]
+    outer = min([d for d in divisors if 4 <= d <= 16] or divisors, default=n)
+    return n // outer
 
 
 def _two_level_scan(f: Callable, init: Any, xs: Any, n: int, inner: int,
