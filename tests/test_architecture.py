@@ -25,11 +25,12 @@ LAYERS = [
     ("transpiler.array", "transpiler.array_methods", "transpiler.numpy", "transpiler.lax",
      "transpiler.nn", "transpiler.random", "transpiler.prng", "transpiler.initializers",
      "transpiler.example_libraries", "transpiler.builtin_functions",
-     "transpiler.attention", "transpiler.debug", "transpiler.host_callbacks"),
+     "transpiler.attention", "transpiler.debug", "transpiler.host_callbacks",
+     "transpiler.sharding"),
     ("transpiler.frontend", "transpiler.codegen"),
     ("transpiler.transforms",),
     # scipy is built on the transforms: custom_jvp rules, minimize's gradients
-    ("transpiler.sharding", "transpiler.jit", "transpiler.compile_log",
+    ("transpiler.spmd", "transpiler.jit", "transpiler.compile_log",
      "transpiler.import_hook", "transpiler.scipy"),
     ("transpiler.cli", "transpiler.__main__", "transpiler"),
 ]

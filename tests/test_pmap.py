@@ -17,18 +17,13 @@ import transpiler.numpy as jnp
 from transpiler import lax
 from transpiler.errors import TranspileError
 
+from tests.oracles import assert_trees_close as _close
+
 ROOT = Path(__file__).resolve().parents[1]
 N = 2  # the default number of CPU devices
 _rng = np.random.default_rng(0)
 X = _rng.standard_normal((N, 3)).astype(np.float32)
 M = _rng.standard_normal((N, 4, 3)).astype(np.float32)
-
-
-def _close(got, want, tol=1e-5):
-    got_leaves, want_leaves = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
-    assert len(got_leaves) == len(want_leaves)
-    for g, w in zip(got_leaves, want_leaves):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
 def _both(f, *args, **kw):

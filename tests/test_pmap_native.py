@@ -1,4 +1,4 @@
-"""pmap by native collectives (transpiler/sharding/native.py): the per-replica StableHLO
+"""pmap by native collectives (transpiler/spmd/native.py): the per-replica StableHLO
 program, checked against the emulated semantics (vmap with an axis name) and, where jax is
 installed, run on two replicas by jaxlib's PJRT CPU client."""
 
@@ -16,7 +16,7 @@ import transpiler as jax_t
 import transpiler.numpy as jnp
 from transpiler import lax
 from transpiler.primitives.core import ShapedArray
-from transpiler.sharding.native import NativeAxis, trace_spmd
+from transpiler.spmd.native import NativeAxis, trace_spmd
 
 N = 2
 F32 = np.dtype(np.float32)

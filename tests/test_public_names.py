@@ -49,8 +49,7 @@ UNSUPPORTED_LAX = "not built here: tokens, XLA's stateful RNG, ragged collective
 
 LEFT_OUT: dict[str, dict[str, str]] = {
     "jax": {
-        **_reasons(SPMD, "NamedSharding P Shard make_mesh set_mesh shard_map smap reshard "
-                         "remove_size_one_mesh_axis_from_type make_array_from_callback "
+        **_reasons(SPMD, "remove_size_one_mesh_axis_from_type make_array_from_callback "
                          "make_array_from_process_local_data "
                          "make_array_from_single_device_arrays auto_pcast distributed"),
         **_reasons(REFS, "Ref new_ref empty_ref free_ref freeze ref"),

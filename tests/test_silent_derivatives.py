@@ -457,6 +457,28 @@ def test_jit_retraces_when_a_global_it_read_is_rebound():
     np.testing.assert_allclose(f(1.0), [2.0, 2.0, 2.0])
 
 
+CONVERTED = """
+import transpiler as jax
+
+@jax.jit
+def step(x):
+    for i in range(2):  # converted to lax control flow at the decorator
+        x = x * scale
+    return [v * scale for v in (x,)][0]
+"""
+
+
+def test_converted_code_sees_globals_defined_or_rebound_after_the_decorator():
+    """The decorator converts `step`'s loop before `scale` exists (JAX's spmd MNIST
+    example defines its step size under ``if __name__ == "__main__":``), and the
+    conversion holds the names it read: it is made again when one changes."""
+    m = _module(CONVERTED)
+    m.scale = 2.0
+    assert float(m.step(1.0)) == 8.0
+    m.scale = 3.0
+    assert float(m.step(1.0)) == 27.0
+
+
 # --- values assigned again in every iteration of a Python loop --------------------------------
 
 def last_iteration(x):

@@ -27,7 +27,10 @@ from transpiler.transforms.reverse.custom_vjp import custom_vjp
 from transpiler.transforms.forward.custom_jvp import custom_jvp
 from transpiler.transforms.forward.api import hessian, jacfwd, jacrev, jvp, linearize
 from transpiler.transforms.batch.api import vmap
-from transpiler.sharding.pmap_api import pmap
+from transpiler.spmd.pmap_api import pmap
+from transpiler.spmd.shard_map import shard_map, smap
+from transpiler import sharding  # noqa: F401
+from transpiler.sharding import NamedSharding, P, Shard, make_mesh, reshard, set_mesh
 from runtime import Device, devices, local_device_count
 from transpiler.version import __version__  # noqa: F401 (transpiler.__version__)
 
@@ -44,4 +47,5 @@ __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError
            "process_index", "process_indices", "typeof", "ad_checkpoint", "checkpoint",
            "checkpoint_policies", "clear_caches", "debug", "default_matmul_precision", "enable_x64",
            "linear_transpose", "remat", "errors", "make_jaxpr", "print_environment_info", "flatten_util",
-           "pure_callback", "experimental"]
+           "pure_callback", "experimental", "shard_map", "smap", "sharding", "NamedSharding", "P",
+           "Shard", "make_mesh", "reshard", "set_mesh"]

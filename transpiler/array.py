@@ -19,6 +19,7 @@ from transpiler.primitives.core import ShapedArray
 from transpiler import dtypes, tree_util
 from transpiler.errors import located
 from transpiler import numpy as jnp
+from transpiler.sharding.specs import NamedSharding, Shard, Sharding, SingleDeviceSharding
 
 
 class Array(AvalProperties, ArrayMethods):
@@ -99,14 +100,38 @@ def _array_repr(name: str, value: np.ndarray, aval: ShapedArray) -> str:
 class DeviceArray(ArrayMethods, runtime.DeviceArray):
     """A `jit` result in device memory, with JAX-semantics operators and methods."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_sharding")
     _key: tuple  # (shape, dtype, device): jit's dispatch key, computed once
+    _sharding: Any  # a NamedSharding it was placed with, else None (its one device's)
 
     @classmethod
     def _wrap(cls, bv: Any, device: Any, dtype: np.dtype, shape: tuple) -> "DeviceArray":
         self = cast(DeviceArray, super()._wrap(bv, device, dtype, shape))
         self._key = (shape, dtype, device)
+        self._sharding = None
         return self
+
+    @property
+    def sharding(self) -> Sharding:
+        """``device_put(x, NamedSharding(...))``'s sharding, else its device's. The global
+        value is held in one buffer on the mesh's first device (jit runs there); each
+        device's piece is in `addressable_shards`."""
+        return self._sharding or SingleDeviceSharding(self._device)
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """Each device's piece: ``Shard(device, index, replica_id, data)``, the data on
+        that device."""
+        sharding = self.sharding
+        replicas = sharding.replica_ids()
+        host = np.asarray(self)
+        return [Shard(device, index, replicas[device],
+                      device_put(host[index], device) if device is not self._device or
+                      any(s != slice(None) for s in index) else self)
+                for device, index in sharding.devices_indices_map(self.shape).items()]
+
+    def devices(self) -> set:
+        return self.sharding.device_set
 
     def __repr__(self) -> str:
         return _array_repr("DeviceArray", np.asarray(self), ShapedArray(self.shape, self.dtype))
@@ -170,24 +195,67 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
 
-def device_put(x: Any, device: Any = None) -> Any:
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = False,
+               may_alias: Any = None) -> Any:
     """``jax.device_put``: the arrays of pytree `x` copied into device memory, as
-    `DeviceArray`s on `device` (default: the default device). Values keep their dtype but
-    for the 64-bit ones JAX narrows without ``jax_enable_x64``; arrays already there are
-    returned as they are."""
-    target = runtime.default_device() if device is None else device
-    if not isinstance(target, runtime.Device):
-        raise located(TypeError, f"device_put: expected a Device, got {type(target).__name__}",
-                      "shardings (jax.sharding) are not supported yet; pass a device from "
-                      "transpiler.devices(), or nothing for the default device")
+    `DeviceArray`s on `device` (default: the default device), a `Sharding`, or a pytree
+    prefix of `x` of them. Values keep their dtype but for the 64-bit ones JAX narrows
+    without ``jax_enable_x64``; arrays already there are returned as they are. A
+    `NamedSharding` puts the global value on the mesh's first device and records the
+    sharding (``x.sharding``, ``x.addressable_shards``); a dimension its mesh axes do not
+    divide is an error."""
+    if device is None or isinstance(device, (runtime.Device, Sharding)):
+        return tree_util.tree_map(lambda leaf: _put(leaf, device), x)
+    try:
+        pairs = tree_util.tree_structure(device, is_leaf=_is_placement).flatten_up_to(x)
+    except (ValueError, TypeError):
+        raise located(TypeError, f"device_put: expected a Device or a Sharding (or a pytree "
+                      f"of them shaped like the value), got {type(device).__name__}",
+                      "pass a device from transpiler.devices(), a NamedSharding, or nothing "
+                      "for the default device") from None
+    targets = tree_util.tree_leaves(device, is_leaf=_is_placement)
+    placed = [tree_util.tree_map(lambda leaf, t=t: _put(leaf, t), sub)
+              for t, sub in zip(targets, pairs)]
+    return tree_util.tree_unflatten(tree_util.tree_structure(device, is_leaf=_is_placement),
+                                    placed)
 
-    def put(leaf: Any) -> Any:
-        if isinstance(leaf, DeviceArray) and leaf._device == target:
+
+def _is_placement(value: Any) -> bool:
+    return value is None or isinstance(value, (runtime.Device, Sharding))
+
+
+def _put(leaf: Any, where: Any) -> Any:
+    """One array on a device, or placed by a sharding."""
+    if where is None or isinstance(where, runtime.Device):
+        return _on_device(leaf, runtime.default_device() if where is None else where, None)
+    if not isinstance(where, Sharding):
+        raise located(TypeError, f"device_put: expected a Device or a Sharding, got "
+                      f"{type(where).__name__}", "pass a device from transpiler.devices(), a "
+                      "NamedSharding, or nothing for the default device")
+    if isinstance(where, SingleDeviceSharding):
+        return _on_device(leaf, where.device, None)
+    assert isinstance(where, NamedSharding)
+    shape = np.shape(leaf)
+    try:
+        where.devices_indices_map(shape)  # the spec fits the shape
+    except ValueError as err:
+        raise located(ValueError, f"device_put: {err}", "give the array a shape its mesh "
+                      "axes divide, or a PartitionSpec that splits other dimensions") from None
+    return _on_device(leaf, where.mesh.devices.flat[0], where)
+
+
+def _on_device(leaf: Any, target: Any, sharding: Any) -> "DeviceArray":
+    """`leaf` on `target`, recording `sharding` (None: just that device)."""
+    if isinstance(leaf, DeviceArray) and leaf._device == target:
+        if leaf._sharding == sharding:
             return leaf
+        out = DeviceArray._wrap(leaf._bv, target, leaf._dtype, leaf._shape)  # the same buffer
+    else:
         host = np.asarray(leaf)
         placed = target.put(host, dtype=dtypes.canonicalize(host.dtype))
-        return DeviceArray._wrap(placed._bv, target, placed.dtype, placed.shape)
-    return tree_util.tree_map(put, x)
+        out = DeviceArray._wrap(placed._bv, target, placed.dtype, placed.shape)
+    out._sharding = sharding
+    return out
 
 
 def device_get(x: Any) -> Any:

@@ -37,6 +37,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.common.generated import (ModuleCode, Staged, at_creation,
                                                     carries_its_function)
 from transpiler.cache_files import write_atomic
+from transpiler.sharding.placement import check_placement, check_shardings, reshard
 from transpiler.transforms.autograph.runtime import convert_for_jit
 
 DeviceLike = Union[None, str, runtime.Device]
@@ -270,7 +271,6 @@ class Jitted(Staged):
             raise located(TypeError, f"jit expects a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())  # its own attributes, not fun's
         self._fun = fun
-        self._converted: Optional[Callable] = None  # see _traced_fun
         self._device = device
         # Argument shapes for ahead-of-time builds (`transpiler build`): ShapeDtypeStructs.
         self.example_args = tuple(example_args) if example_args is not None else None
@@ -370,9 +370,7 @@ class Jitted(Staged):
         """What is traced: `fun` with its Python ``if``/``while``/``for`` on traced values
         converted to lax control flow (transforms/autograph/convert.py), or `fun` itself when
         neither it nor a function of the user's it calls has control flow."""
-        if self._converted is None:
-            self._converted = convert_for_jit(self._fun)
-        return self._converted
+        return convert_for_jit(self._fun)  # (cached there, while its globals stay bound)
 
     @property
     def converted_source(self) -> Optional[str]:
@@ -508,7 +506,8 @@ def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset,
     return frozenset(nums), frozenset(names)
 
 
-def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argnames: Any = (),
+def jit(fun: Optional[Callable] = None, *, in_shardings: Any = None,
+        out_shardings: Any = None, static_argnums: Any = (), static_argnames: Any = (),
         device: DeviceLike = None, backend: Optional[str] = None, donate_argnums: Any = (),
         donate_argnames: Any = (), keep_unused: bool = False, inline: bool = False,
         example_args: Optional[Sequence[Any]] = None) -> Any:
@@ -516,17 +515,49 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: Any = (), static_argn
 
     ``backend`` may be ``"cpu"`` (an IREE CPU driver); ``donate_*``, ``keep_unused`` and
     ``inline`` are accepted for JAX compatibility and do not change results (IREE manages
-    buffers itself; a jit called inside another jit is always inlined). ``example_args``
-    (our extension: ShapeDtypeStructs or arrays) gives the signature `transpiler build`
+    buffers itself; a jit called inside another jit is always inlined). ``in_shardings``
+    and ``out_shardings`` (Shardings or PartitionSpecs on the current mesh, pytree
+    prefixes of the arguments and results) are checked against the arguments' shapes and
+    recorded on the results (``.sharding``); the program itself runs on one device (the
+    mesh is not partitioned: use `shard_map` to run per shard). ``example_args`` (our
+    extension: ShapeDtypeStructs or arrays) gives the signature `transpiler build`
     compiles ahead of time."""
     if backend not in (None, "cpu"):
         raise ValueError(f"jit: backend {backend!r} is not available; use backend='cpu' or "
                          "device='local-task' | 'local-sync' | 'vulkan' | 'cuda' | 'hip'")
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames, device=device,
                                  example_args=example_args)
-    return at_creation(Jitted(fun, static_argnums, static_argnames, device, example_args))
+    if in_shardings is None and out_shardings is None:
+        return at_creation(Jitted(fun, static_argnums, static_argnames, device, example_args))
+    return at_creation(ShardedJitted(fun, static_argnums, static_argnames, device,
+                                     example_args, in_shardings, out_shardings))
+
+
+class ShardedJitted(Jitted):
+    """``jit(f, in_shardings=..., out_shardings=...)``: the arguments' shapes checked
+    against `in_shardings` at each new signature, the results placed by `out_shardings`
+    (reshard); it computes what `jit(f)` computes, on one device."""
+
+    def __init__(self, fun: Callable, static_argnums: Any, static_argnames: Any,
+                 device: DeviceLike, example_args: Optional[Sequence[Any]],
+                 in_shardings: Any, out_shardings: Any) -> None:
+        super().__init__(fun, static_argnums, static_argnames, device, example_args)
+        check_shardings(in_shardings, "jit: in_shardings")
+        check_shardings(out_shardings, "jit: out_shardings")
+        self._in_shardings, self._out_shardings = in_shardings, out_shardings
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().__call__(*args, **kwargs)
+        return out if self._out_shardings is None else reshard(out, self._out_shardings)
+
+    def _specialize(self, args: Sequence[Any], kwargs: dict) -> tuple[Executable, list, Any]:
+        if self._in_shardings is not None:
+            dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static_nums)
+            check_placement(dyn_args, self._in_shardings, f"jit({self.__name__}): in_shardings")
+        return super()._specialize(args, kwargs)
 
 
 carries_its_function(jit)  # grad through ``f = jit(closure)``: the closure's derivative

@@ -9,7 +9,7 @@ from typing import Any
 from runtime.cli import CliError
 from transpiler.cli import _examples, _first_line, _jitted
 from transpiler.cache_files import write_atomic
-from transpiler.sharding.pmap_api import Pmapped
+from transpiler.spmd.pmap_api import Pmapped
 from transpiler.compiler import MULTI_DEVICE_KINDS
 from transpiler.transforms.common.arguments import positional_names
 from transpiler.compiler import compile_vmfb, module_flags

@@ -95,7 +95,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
 def _branches(op_name: str, selector: Any, branches: Sequence[Callable[..., Any]],
               operands: tuple, op: str, names: Sequence[str]) -> Any:
     parent = active_trace()
-    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (sharding/multi_device.py)
+    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (spmd/multi_device.py)
         return parent.branches(_branches, op_name, selector, branches, operands, op, names)
     branches = [_converted(b) for b in branches]
     if _SELECTING[0] and getattr(parent, "in_loop", False):
@@ -225,7 +225,7 @@ def _truth(pred: Any) -> bool:
 
 def _staged_while(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     parent = active_trace()
-    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (sharding/multi_device.py)
+    if hasattr(parent, "per_shard"):  # pmap's per-device tracing (spmd/multi_device.py)
         return parent.while_loop(_staged_while, cond_fun, body_fun, init_val)
     cond_fun, body_fun = _converted(cond_fun), _converted(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)

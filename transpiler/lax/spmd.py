@@ -1,7 +1,7 @@
 """The axes of the running pmaps, as the collectives see them.
 
 While pmap's per-shard function is traced for several devices (the devices and
-collectives strategies, transpiler/sharding/), each shard is a program of its own: a
+collectives strategies, transpiler/spmd/), each shard is a program of its own: a
 collective over a pmap axis is emitted by the strategy's `SpmdAxis` (transfers between
 devices, or StableHLO collectives), which ``lax.psum`` and the others find here by name.
 """
@@ -17,7 +17,7 @@ from transpiler.per_thread import PerThreadList
 
 class SpmdAxis(ABC):
     """The axis of a `pmap` whose per-shard function is being traced for several devices
-    (transpiler/sharding/): each shard is a program of its own, so a collective over this
+    (transpiler/spmd/): each shard is a program of its own, so a collective over this
     axis is emitted by the strategy (transfers between devices, or StableHLO collectives).
     Each method takes one leaf as one shard sees it and returns that shard's result."""
 

@@ -17,13 +17,21 @@ from transpiler.lax.parallel import group_size, resolve
 from transpiler.lax.spmd import spmd_axis
 from transpiler.numpy.creation import asarray
 from transpiler.primitives.core import abstractify
+from transpiler.sharding.placement import as_sharding, check_shardings
 
 __all__ = ["with_sharding_constraint", "platform_dependent", "composite", "axis_size", "dtype"]
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """``lax.with_sharding_constraint``: `x` (a pytree) itself -- a constraint on how a
-    value is laid out across devices, and a jitted function here runs on one device."""
+    value is laid out across devices, and a jitted function here runs on one device. The
+    shardings are checked (Shardings, or PartitionSpecs on the current mesh, naming its
+    axes); the transforms pass derivatives and batches straight through it
+    (transpiler/spmd/shard_map.py registers it)."""
+    check_shardings(shardings, "lax.with_sharding_constraint")
+    for spec in tree_util.tree_leaves(shardings, is_leaf=lambda s: not isinstance(s, (
+            tuple, list, dict))):
+        as_sharding(spec, "lax.with_sharding_constraint")
     return tree_util.tree_map(asarray, x)
 
 

@@ -1,9 +1,18 @@
-"""``pmap``: the same function over shards of data on several devices.
+"""``jax.sharding``: meshes of devices, partition specs, shardings, and `reshard`.
 
-`pmap(f)` runs `f` as an explicit per-shard function by one of three strategies
-(DESIGN.md, "Sharding"): ``emulated`` (the per-shard function batched by vmap, collectives
-as reductions over the batch axis: the semantic oracle), ``devices`` (one IREE module
-holding every shard's program on its own device, collectives as transfers between
-devices plus local math: multi_device.py) and ``collectives`` (one per-replica StableHLO
-program with native collectives for XLA/PJRT and IREE's GPU targets: native.py).
+Arrays placed with a `NamedSharding` (``device_put(x, sharding)``) carry it as
+``x.sharding`` and show each device's piece as ``x.addressable_shards``. `shard_map`
+(transpiler/spmd/shard_map.py) runs a function per shard over a mesh's axes.
 """
+
+from transpiler.sharding.mesh import (AbstractMesh, AxisType, Mesh, get_abstract_mesh,
+                                      get_mesh, make_mesh, set_mesh, use_abstract_mesh,
+                                      use_mesh)
+from transpiler.sharding.specs import (NamedSharding, P, PartitionSpec, Shard, Sharding,
+                                       SingleDeviceSharding, make_single_device_sharding)
+from transpiler.sharding.placement import reshard
+
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Shard",
+           "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",
+           "make_mesh", "make_single_device_sharding", "reshard", "set_mesh",
+           "use_abstract_mesh", "use_mesh"]

@@ -25,8 +25,9 @@ import operator
 import sys
 import types
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+from transpiler.codegen import disk_cache
 from transpiler.errors import TracerError, TranspileError
 from transpiler.primitives.core import Tracer
 from transpiler.transforms.autograph.errors import append_error, predicate_error, step_error
@@ -223,7 +224,10 @@ def bound(scope: dict) -> dict:
 
 # --- calls ---------------------------------------------------------------------------------
 
-_CONVERTED: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
+# function -> (what its free names were bound to, its converted version): converted again
+# when a global it reads is rebound or first defined (jit traces again then, _bindings)
+_CONVERTED: "weakref.WeakKeyDictionary[Callable, tuple[tuple, Callable]]" = \
+    weakref.WeakKeyDictionary()
 _NEEDS: "weakref.WeakKeyDictionary[Callable, bool]" = weakref.WeakKeyDictionary()
 _HAS_CONTROL_FLOW: dict[types.CodeType, bool] = {}
 # Why a function was called unconverted (conversion raised): function -> the error.
@@ -246,14 +250,15 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
 def callee(fn: Any) -> Callable:
     """What converted code calls for `fn`: its converted version, or `fn` itself."""
     if type(fn) is types.FunctionType:
-        converted = _CONVERTED.get(fn)
+        converted = _converted(fn)
         if converted is not None:
             return converted
         return _convert_or_self(fn) if needs_conversion(fn) else fn
     if _is_transformed(fn):
-        converted = _CONVERTED.get(fn)
+        converted = _converted(fn)
         if converted is None:
-            converted = _CONVERTED[fn] = _convert_transformed(fn)
+            converted = _convert_transformed(fn)
+            _CONVERTED[fn] = (disk_cache.bindings(fn), converted)
         return converted
     if isinstance(fn, functools.partial) and needs_conversion(fn.func):
         return functools.partial(callee(fn.func), *fn.args, **fn.keywords)
@@ -340,7 +345,8 @@ def _convert_or_self(fn: Callable) -> Callable:
         return convert(fn)
     except TranspileError as error:
         FAILURES[fn] = error
-        unconverted = _CONVERTED[fn] = _unconverted(fn, error)
+        unconverted = _unconverted(fn, error)
+        _CONVERTED[fn] = (disk_cache.bindings(fn), unconverted)
         return unconverted
 
 
@@ -366,13 +372,22 @@ def convert(fn: Callable) -> Callable:
     and runs eagerly like `fn`. Raises `TranspileError` when `fn` cannot be converted."""
     if getattr(fn, "_cf_converted", False):
         return fn
-    converted = _CONVERTED.get(fn)
+    converted = _converted(fn)
     if converted is None:
         from transpiler.transforms.autograph.cache import converted_function
         converted = converted_function(fn)
         converted._cf_converted = True  # type: ignore[attr-defined]
-        _CONVERTED[fn] = converted
+        _CONVERTED[fn] = (disk_cache.bindings(fn), converted)
     return converted
+
+
+def _converted(fn: Callable) -> Optional[Callable]:
+    """`fn`'s converted version, if made while its free names were bound as they are now
+    (its generated code holds what they were bound to then)."""
+    entry = _CONVERTED.get(fn)
+    if entry is None or entry[0] != disk_cache.bindings(fn):
+        return None
+    return entry[1]
 
 
 def convert_for_jit(fun: Callable) -> Callable:

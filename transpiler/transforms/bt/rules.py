@@ -47,6 +47,12 @@ def dispatch(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
         return partials.call_batched(fn, args, dims, kwargs, kwdims, fn_dims)
     if isinstance(fn, Vmapped):
         return nested_call(fn, args, dims, kwargs, kwdims, fn_dims)
+    if getattr(type(fn), "batched_call", None) is not None:  # shard_map: shard_map(vmap(f))
+        if bt.batched(fn_dims):
+            raise TranspileError(f"vmap of {fn!r} over values its function closes over is "
+                                 "not supported", user_location(),
+                                 "pass those values as arguments")
+        return fn.batched_call(args, dims, kwargs, kwdims)
     if is_wrapper(fn) and args:  # f = jit(g): g's companions (its closure's) ride along
         return fn(*args, **kwargs), dims[0]
     from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)

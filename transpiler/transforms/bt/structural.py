@@ -279,6 +279,12 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
         return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
     if isinstance(f, Vmapped) and g is not None:  # an inner vmap's derivative, under this one
         return _vmapped_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims, f_dims)[:2]
+    if getattr(type(f), "batched_vjp", None) is not None and g is not None:  # shard_map
+        if call_kwargs or bt.batched(f_dims):
+            raise TranspileError(f"vmap of the derivative of {f!r} with keyword arguments or "
+                                 "over values its function closes over is not supported",
+                                 user_location(), "pass those values positionally")
+        return f.batched_vjp(call_args, a_dims, g, g_dims)
     f = calls.unstaged(f)
     if g is not None and _carries_closure(f):  # its code, its closed-over values first
         return _closure_vjp(f, f_dims, call_args, a_dims, call_kwargs, k_dims, g, g_dims)[:2]

@@ -222,9 +222,23 @@ def trace(fn: Any, args: tuple, kwargs: dict, dims: Any = None) -> Traced:
     _refuse_closures(fn, fn)
     call_args, call_kwargs = tree_util.tree_unflatten(in_tree, stand_ins)
     core.trace_stack.append(record)
+    # The stand-ins are one member: a collective over an enclosing vmap's axis would take
+    # them for values the batch shares (psum scaling by the size), so none is bound here.
+    axes = list(bt.AXES)
+    del bt.AXES[:]
     try:
         out = fn(*call_args, **call_kwargs)
+    except TranspileError as err:
+        if axes and err.message.startswith("unbound axis name"):
+            raise TranspileError(
+                f"cannot batch a call of {_name(fn)} that uses a collective over the axis of "
+                "an enclosing vmap, pmap or shard_map: it has no Python source, so it is "
+                f"traced one member at a time ({err.message})", err.loc,
+                "define the function in a .py file, so that its source can be batched") \
+                from None
+        raise
     finally:
+        bt.AXES[:] = axes
         core.trace_stack.pop()
     out_leaves, out_tree = tree_util.tree_flatten(out)
     returned = [record.operand(v) if _is_array(v) or isinstance(v, Recorded) else None

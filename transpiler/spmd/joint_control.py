@@ -27,7 +27,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler import numpy as jnp
 from transpiler.lax.control import _condition, _converted, check_carry
 from transpiler.primitives import conversions as conv
-from transpiler.sharding.multi_device import Sharded, ShardTrace, transfer
+from transpiler.spmd.multi_device import Sharded, ShardTrace, transfer
 
 
 def joint_while(shards: Any, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
@@ -120,7 +120,7 @@ class _Promote(Exception):
 
 def _on_device(shards: Any, k: int, leaf: Any, aval: ShapedArray) -> Tracer:
     """Shard k's initial value of a carry leaf, placed on device k."""
-    from transpiler.sharding.multi_device import Sharded
+    from transpiler.spmd.multi_device import Sharded
     if type(leaf) is Sharded:
         return leaf.parts[k]
     if not isinstance(leaf, Tracer):

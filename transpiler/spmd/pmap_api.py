@@ -25,7 +25,7 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms import bt
 from transpiler.transforms.batch.api import Vmapped
 from transpiler.transforms.common.generated import ModuleCode, at_creation
-from transpiler.sharding.per_shard_source import per_shard_source
+from transpiler.spmd.per_shard_source import per_shard_source
 from transpiler.transforms.batch.api import check_axes
 from transpiler.array import Array
 from transpiler.transforms.autograph.runtime import convert_for_jit
@@ -48,13 +48,7 @@ class Pmapped(Vmapped):
         self._compiled: dict[Any, Any] = {}
 
     def generate_code(self, module_name: str) -> None:
-        """What its devices strategy traces per shard: the function's control flow
-        converted, as jit's; pmap(grad(f)), pmap(vmap(f)): the inner code."""
-        fun = self.fun
-        if isinstance(fun, ModuleCode):
-            fun.generate_code(module_name)
-        elif inspect.isfunction(fun) and fun.__module__ == module_name:
-            convert_for_jit(fun)
+        per_shard_code(self.fun, module_name)
 
     def __repr__(self) -> str:
         return f"<pmap({self.fname})>"
@@ -69,7 +63,7 @@ class Pmapped(Vmapped):
                 "program for XLA/PJRT and IREE's GPU targets; it does not run here",
                 user_location(), "export it with pmap(f).export(*args).as_text(), or call "
                 "pmap with strategy='devices' or 'emulated'")
-        from transpiler.sharding.multi_device_call import call_on_devices
+        from transpiler.spmd.multi_device_call import call_on_devices
         return call_on_devices(self, args, kwargs)
 
     def axes_for(self, args: tuple) -> Any:
@@ -159,14 +153,23 @@ class Pmapped(Vmapped):
         """Stage the per-shard program for these arguments: with ``strategy="collectives"``
         one per-replica StableHLO module (XLA/PJRT, ``transpiler build --target stablehlo``),
         else the multi-device module of the ``devices`` strategy."""
-        from transpiler.sharding.multi_device_call import lower
+        from transpiler.spmd.multi_device_call import lower
         return lower(self, args, kwargs)
 
     def export(self, *args: Any, **kwargs: Any) -> Any:
         """The per-replica StableHLO program (native collectives) for these arguments,
         whatever the strategy: ``pmap(f).export(*args).as_text()`` for XLA/PJRT."""
-        from transpiler.sharding.multi_device_call import lower
+        from transpiler.spmd.multi_device_call import lower
         return lower(self, args, kwargs, strategy="collectives")
+
+
+def per_shard_code(fun: Callable, module_name: str) -> None:
+    """What a per-shard function runs as (pmap's and shard_map's ``generate_code``): its
+    control flow converted, as jit's; pmap(grad(f)), pmap(vmap(f)): the inner code."""
+    if isinstance(fun, ModuleCode):
+        fun.generate_code(module_name)
+    elif inspect.isfunction(fun) and fun.__module__ == module_name:
+        convert_for_jit(fun)
 
 
 def _arg_names(fun: Callable, count: int, statics: dict) -> list[str]:

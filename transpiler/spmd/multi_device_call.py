@@ -18,10 +18,10 @@ from transpiler.compiler import compile_vmfb, lower_to_stage, module_flags
 from transpiler.errors import TranspileError, user_location
 from transpiler.lowering.trace import StagedModule
 from transpiler.primitives.core import ShapedArray, abstractify
-from transpiler.sharding.pmap_api import Pmapped, _leaf_axes, sharded_value
+from transpiler.spmd.pmap_api import Pmapped, _leaf_axes, sharded_value
 from transpiler.transforms.autograph.runtime import convert_for_jit
-from transpiler.sharding.multi_device import trace_devices
-from transpiler.sharding.native import NativeAxis, trace_spmd
+from transpiler.spmd.multi_device import trace_devices
+from transpiler.spmd.native import NativeAxis, trace_spmd
 
 
 class DevicesExecutable:

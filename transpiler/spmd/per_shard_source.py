@@ -25,11 +25,23 @@ def per_shard_source(pm: Any) -> str:
     where = None  # the user's file and the line the shown code starts at
     if not isinstance(body, str):
         lines, first = inspect.getsourcelines(fn_target)
-        decorators = next(i for i, line in enumerate(lines)
-                          if not line.lstrip().startswith("@"))
+        decorators = _decorator_lines(lines)
         body = textwrap.dedent("".join(lines[decorators:]))
         where = (inspect.getsourcefile(fn_target) or "?", first + decorators)
     return "\n".join(_header(pm, fn_target, body, where)) + "\n" + body.rstrip() + "\n"
+
+
+def _decorator_lines(lines: list[str]) -> int:
+    """How many of a definition's source lines are its decorators (which may span lines:
+    ``@functools.partial(shard_map, mesh=mesh,\n    out_specs=P())``)."""
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return 0
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+        return node.lineno - 1
+    return 0
 
 
 def _header(pm: Any, target: Any, body: str, where: Any) -> list[str]:
