@@ -103,7 +103,6 @@ LEFT_OUT: dict[str, dict[str, str]] = {
     },
     "jax.random": {"random_gamma_p": COMPOSITE},
     "jax.debug": {
-        **_reasons(SPMD, "inspect_array_sharding visualize_array_sharding visualize_sharding"),
         **_reasons(NOT_YET, "breakpoint log"),
         **_reasons(INTERNAL, "DebugEffect OrderedDebugEffect"),
     },

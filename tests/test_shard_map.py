@@ -277,3 +277,24 @@ def test_meshes_of_two_axes_against_numpy(tmp_path):
     _close(got["grad"], x.sum())
     assert got["claim"].startswith("shard_map(<lambda>): out_specs P('x', None) of output 0"), \
         got["claim"]
+
+
+def test_export_is_the_per_block_program_with_native_collectives(tmp_path):
+    from tests.test_pmap_native import run_on_replicas
+
+    w = _rng.standard_normal((6, 2)).astype(np.float32)
+    sm = jax.shard_map(lambda a, w: lax.psum(a @ w, "x"), mesh=MESH, in_specs=(P("x"), P()),
+                       out_specs=P())
+    exported = sm.export(A, w)
+    text = exported.as_text()
+    assert "mhlo.num_replicas = 2" in text and "stablehlo.all_reduce" in text
+    assert "tensor<2x6xf32>" in text  # one block of A per replica
+    assert "iree.abi.affinity" in sm.lower(A, w).as_text()  # the devices strategy's
+    blocks = np.stack(_blocks(A))
+    results = run_on_replicas(tmp_path, {"psum": (exported.staged, [blocks, np.stack([w] * 2)])})
+    for k in range(2):
+        _close(results["psum"][k], sm(A, w))
+    multi = jax.shard_map(lambda a: a, mesh=jax.make_mesh((2, 1), ("x", "y")),
+                          in_specs=P("x"), out_specs=P("x"))
+    with pytest.raises(TranspileError, match="a mesh of 2 axes runs emulated"):
+        multi.export(A)

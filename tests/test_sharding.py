@@ -4,6 +4,14 @@ with_sharding_constraint through the transforms; the errors of bad specs."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +21,7 @@ from transpiler import lax
 from transpiler.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec as P,
                                  SingleDeviceSharding)
 
+ROOT = Path(__file__).resolve().parents[1]
 MESH = jax.make_mesh((2,), ("batch",))
 X = np.arange(24, dtype=np.float32).reshape(4, 6)
 
@@ -142,3 +151,102 @@ def test_with_sharding_constraint_is_the_identity_through_the_transforms():
     with pytest.raises(ValueError, match="names mesh axis 'model'"):
         with jax.set_mesh(MESH):
             jax.jit(lambda x: lax.with_sharding_constraint(x, P("model")))(x)
+
+
+# --- exported for XLA: shardings in XLA's notation, partitioned by XLA on 2 host devices -------
+PARTITIONED_RUNNER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.extend.backend
+    from jax._src.lib import xla_client as xc
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    folder = sys.argv[1]
+    backend = jax.extend.backend.get_backend("cpu")
+    devices = backend.local_devices()[:2]
+    mesh = Mesh(np.array(devices), ("batch",))
+    options = xc.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas, build.num_partitions = 1, 2
+    build.use_spmd_partitioning = True
+    build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]]))
+    exe = backend.compile_and_load(open(f"{folder}/step.mlir").read(),
+                                   executable_devices=xc.DeviceList(tuple(devices)),
+                                   compile_options=options)
+    inputs = np.load(f"{folder}/inputs.npz")
+    specs = json.load(open(f"{folder}/specs.json"))
+    args = [jax.device_put(inputs[str(i)], NamedSharding(mesh, P(*spec)))
+            for i, spec in enumerate(specs)]
+    outs = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+    np.savez(f"{folder}/results.npz", **{f"{o}_{k}": np.asarray(b)
+                                         for o, per in enumerate(outs)
+                                         for k, b in enumerate(per)})
+""")
+
+
+def test_exported_shardings_in_xlas_notation_partition_on_two_devices(tmp_path):
+    data, rep = NamedSharding(MESH, P("batch")), NamedSharding(MESH, P())
+
+    def step(w, x, y):  # a data-parallel gradient step: XLA adds the all-reduce
+        g = jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+        return w - 0.1 * g, x * 2
+
+    f = jax.jit(step, in_shardings=(rep, data, data), out_shardings=(rep, data))
+    rng = np.random.default_rng(0)
+    w, x, y = (rng.standard_normal(s).astype(np.float32) for s in ((3, 2), (8, 3), (8, 2)))
+    text = f.lower(w, x, y).as_text()
+    assert "mhlo.num_partitions = 2" in text and '{mhlo.sharding = "{replicated}"}' in text
+    assert '{mhlo.sharding = "{devices=[2,1]0,1}"}' in text
+    want_w, want_x = (np.asarray(v) for v in jax.jit(step)(w, x, y))
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (the partitioned run needs jaxlib's PJRT client)")
+    (tmp_path / "step.mlir").write_text(text)
+    np.savez(tmp_path / "inputs.npz", **{"0": w, "1": x, "2": y})
+    (tmp_path / "specs.json").write_text(json.dumps([[], ["batch"], ["batch"]]))
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", PARTITIONED_RUNNER, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = np.load(tmp_path / "results.npz")
+    for k in range(2):  # the replicated result on each device, the sharded one in halves
+        np.testing.assert_allclose(results[f"0_{k}"], want_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.concatenate([results["1_0"], results["1_1"]]), want_x)
+
+
+HLO_OF_4 = r'''
+import transpiler as jax
+from transpiler.sharding import NamedSharding, PartitionSpec as P
+from transpiler.sharding.hlo import hlo_sharding
+mesh = jax.make_mesh((2, 2), ("x", "y"))
+for spec in (P("x", None), P(None, "x"), P("y", "x"), P(("x", "y")), P()):
+    print(hlo_sharding(NamedSharding(mesh, spec), 2))
+'''
+
+
+def test_xla_sharding_strings_of_a_two_axis_mesh(tmp_path):
+    env = {**os.environ, "TRANSPILER_CPU_DEVICES": "4", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", HLO_OF_4], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.split("\n")[:5] == [  # XLA's notation for these (HloSharding)
+        "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}",
+        "{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}",
+        "{devices=[2,2]0,2,1,3}", "{devices=[4,1]0,1,2,3}", "{replicated}"]
+
+
+def test_visualize_and_inspect_array_sharding(capsys):
+    rows = jax.device_put(X, NamedSharding(MESH, P("batch")))
+    jax.debug.visualize_array_sharding(rows)
+    jax.debug.visualize_array_sharding(jax.device_put(X, NamedSharding(MESH, P(None, "batch"))))
+    jax.debug.visualize_array_sharding(jax.device_put(X, NamedSharding(MESH, P())))
+    drawn = capsys.readouterr().out.splitlines()
+    assert [line.strip("│┌┐└┘├┤─┬┴┼ ") for line in drawn] == [
+        "", "CPU 0", "", "CPU 1", "", "", "CPU 0          │         CPU 1", "", "", "CPU 0,1",
+        ""]
+    seen = []
+    jax.debug.inspect_array_sharding(rows, callback=seen.append)
+    jax.jit(lambda v: jax.debug.inspect_array_sharding(v, callback=seen.append) or v)(rows)
+    assert seen == [NamedSharding(MESH, P("batch")), SingleDeviceSharding(jax.devices()[0])]
+    with pytest.raises(ValueError, match="only 1-D and 2-D arrays"):
+        jax.debug.visualize_sharding((2, 2, 2), NamedSharding(MESH, P()))

@@ -22,8 +22,11 @@ from transpiler import tree_util
 from transpiler.errors import located
 from transpiler.host_callbacks import as_numpy, digest
 from transpiler.primitives import core
+from transpiler.sharding.visualize import (inspect_array_sharding,  # noqa: F401
+                                           visualize_array_sharding, visualize_sharding)
 
-__all__ = ["print", "callback"]
+__all__ = ["print", "callback", "inspect_array_sharding", "visualize_array_sharding",
+           "visualize_sharding"]
 
 
 def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,  # noqa: A001

@@ -37,7 +37,10 @@ from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.common.generated import (ModuleCode, Staged, at_creation,
                                                     carries_its_function)
 from transpiler.cache_files import write_atomic
-from transpiler.sharding.placement import check_placement, check_shardings, reshard
+from transpiler.sharding.hlo import annotate
+from transpiler.sharding.placement import (check_placement, check_shardings, leaf_shardings,
+                                          reshard)
+from transpiler.sharding.specs import NamedSharding
 from transpiler.transforms.autograph.runtime import convert_for_jit
 
 DeviceLike = Union[None, str, runtime.Device]
@@ -552,6 +555,28 @@ class ShardedJitted(Jitted):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = super().__call__(*args, **kwargs)
         return out if self._out_shardings is None else reshard(out, self._out_shardings)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The staged program with each argument's and result's sharding on it in XLA's
+        notation (``mhlo.sharding``, ``mhlo.num_partitions``): exported StableHLO that XLA's
+        partitioner splits over the mesh (IREE ignores them)."""
+        lowered = super().lower(*args, **kwargs)
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        where = f"jit({self.__name__})"
+        arg_shardings = leaf_shardings(self._in_shardings, dyn_args, f"{where}: in_shardings") \
+            + [None] * len(tree_util.tree_leaves(dyn_kwargs))
+        outs = tree_util.tree_unflatten(lowered.out_tree, [0] * lowered.out_tree.num_leaves)
+        result_shardings = leaf_shardings(self._out_shardings, outs,
+                                          f"{where}: out_shardings")
+        meshes = {s.mesh for s in arg_shardings + result_shardings
+                  if isinstance(s, NamedSharding)}
+        if len(meshes) > 1:
+            raise located(ValueError, f"{where}: in_shardings and out_shardings name "
+                          f"{len(meshes)} different meshes", "put every sharding on one mesh")
+        if meshes:
+            annotate(lowered.staged.module, lowered.staged.context, arg_shardings,
+                     result_shardings, meshes.pop().size)
+        return lowered
 
     def _specialize(self, args: Sequence[Any], kwargs: dict) -> tuple[Executable, list, Any]:
         if self._in_shardings is not None:

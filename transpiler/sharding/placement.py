@@ -64,6 +64,17 @@ def check_placement(xs: Any, shardings: Any, where: str) -> None:
                     from None
 
 
+def leaf_shardings(shardings: Any, xs: Any, where: str) -> list:
+    """The sharding of each leaf of `xs` (None where `shardings`, a pytree prefix of `xs`,
+    gives none); PartitionSpecs on the current mesh."""
+    if shardings is None:
+        return [None] * len(tree_util.tree_leaves(xs))
+    treedef = tree_util.tree_structure(shardings, is_leaf=_is_spec)
+    specs = [as_sharding(s, where) for s in tree_util.tree_leaves(shardings, is_leaf=_is_spec)]
+    return [spec for spec, sub in zip(specs, treedef.flatten_up_to(xs))
+            for _ in tree_util.tree_leaves(sub)]
+
+
 def reshard(xs: Any, out_shardings: Any) -> Any:
     """``jax.sharding.reshard``: each array of pytree `xs` placed by its sharding (a
     Sharding or a PartitionSpec on the current mesh; a pytree prefix of `xs`). Under

@@ -99,6 +99,7 @@ class ShardMapped(TransformedFunction):
         self.fun, self.mesh, self.in_specs, self.out_specs = fun, mesh, in_specs, out_specs
         self.axis_names, self.check_vma, self.strategy = axis_names, check_vma, strategy
         self.fname = getattr(fun, "__name__", "function")
+        self._maps: dict[Any, Any] = {}  # see _Plan._maps
 
     def __repr__(self) -> str:
         return f"<shard_map({self.fname})>"
@@ -198,6 +199,28 @@ class ShardMapped(TransformedFunction):
         return ShardMapped(inner, mesh, tuple(in_specs), out_specs, self.axis_names,
                            self.check_vma, self.strategy), moved
 
+    def lower(self, *args: Any) -> Any:
+        """The per-block program of a one-axis mesh for these arguments, as pmap's: the
+        multi-device IREE module (``.as_text()``), its arguments the blocks split by
+        in_specs, stacked along a leading mesh axis."""
+        return self._one_axis(args, "lower").lower(*self._plan(args, {}).split_args(args))
+
+    def export(self, *args: Any) -> Any:
+        """The per-block program with native collectives (``all_reduce``...) that every
+        device of a one-axis mesh runs, for XLA/PJRT and IREE's GPU targets, as
+        ``pmap(f).export``: ``shard_map(f, ...).export(*args).as_text()``."""
+        return self._one_axis(args, "export").export(*self._plan(args, {}).split_args(args))
+
+    def _one_axis(self, args: tuple, what: str) -> Pmapped:
+        plan = self._plan(args, {})
+        if not isinstance(plan.per_shard, Pmapped):
+            raise TranspileError(f"shard_map({self.fname}).{what}: a mesh of "
+                                 f"{len(plan.mesh.axis_names)} axes runs emulated, as one "
+                                 "program on one device", user_location(),
+                                 "stage it with jax.jit(shard_map(...)).lower(*args), or use "
+                                 "a mesh of one axis")
+        return plan.per_shard
+
     @property
     def source(self) -> str:
         """The code each shard runs, under a header saying how the arguments are split."""
@@ -257,7 +280,17 @@ class _Plan:
                           f"is not among axis_names {sorted(manual)}")
 
     def _maps(self, args: tuple) -> Any:
-        """One map per mesh axis, outer to inner in mesh order (see the module's text)."""
+        """One map per mesh axis, outer to inner in mesh order (see the module's text);
+        kept per mesh and per layout of the arguments' specs (a pmap keeps its compiled
+        per-shard programs)."""
+        key = (self.mesh, tuple((tree_util.tree_structure(arg), tuple(s for _, s in specs))
+                                for arg, specs in zip(args, self.arg_specs)))
+        maps = self.sm._maps.get(key)
+        if maps is None:
+            maps = self.sm._maps[key] = self._new_maps(args)
+        return maps
+
+    def _new_maps(self, args: tuple) -> Any:
         mesh = self.mesh
         names = mesh.axis_names
         fn: Any = self.sm.fun
@@ -396,9 +429,9 @@ def _check_replicated(y: Any, i: int, axis: str, spec: PartitionSpec, fname: str
     or, under jit, from the host when the program runs."""
     if not isinstance(y, Tracer):
         values = np.asarray(y)
-        first = np.take(values, [0], axis=i)
-        same = np.array_equal(np.broadcast_to(first, values.shape), values,
-                              equal_nan=values.dtype.kind in "fc")
+        first = np.broadcast_to(np.take(values, [0], axis=i), values.shape)
+        same = bool((first == values).all()) or np.array_equal(
+            first, values, equal_nan=values.dtype.kind in "fc")  # (NaNs: a second look)
         if not same:
             raise TranspileError(_replicated_error(axis, spec, fname, k, ""), user_location())
         return
