@@ -105,6 +105,26 @@ def test_device_queries() -> None:
     assert (tj.host_count(), tj.host_id(), tj.host_ids()) == (1, 0, [0])
     with pytest.raises(RuntimeError, match="backend 'tpu' is not available"):
         tj.device_count("tpu")
+    assert tj.devices("cpu") == tj.devices() and tj.device_count("cpu") == len(tj.devices())
+    assert tj.local_devices(backend="cpu") == tj.devices()
+
+
+def test_every_array_is_a_jax_array_with_its_devices_and_dlpack() -> None:
+    host = jnp.arange(3.0)
+    device = tj.jit(lambda a: a * 2)(np.ones(3, np.float32))
+    seen = []
+    tj.jit(lambda a: seen.append(isinstance(a, tj.Array)) or a)(host)
+    assert isinstance(host, tj.Array) and isinstance(device, tj.Array) and seen == [True]
+    assert not isinstance(np.ones(3), tj.Array) and tj.Array is jnp.ndarray
+    with pytest.raises(TypeError, match="cannot be instantiated"):
+        tj.Array(np.ones(3))
+    assert host.devices() == {tj.devices()[0]} and host.sharding.device == tj.devices()[0]
+    assert device.devices() == {device.device}
+    np.testing.assert_array_equal(np.from_dlpack(host), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.from_dlpack(device), [2.0, 2.0, 2.0])
+    assert host.__dlpack_device__() == (1, 0)
+    jax = pytest.importorskip("jax")
+    np.testing.assert_array_equal(np.asarray(jax.numpy.from_dlpack(device)), [2.0] * 3)
 
 
 def test_checkpoint_is_the_function_under_every_transform() -> None:

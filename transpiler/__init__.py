@@ -7,13 +7,15 @@
 from transpiler import (  # noqa: F401
     dtypes, errors, example_libraries, lax, nn, primitives, random, scipy, tree, tree_util
 )
-from transpiler.array import Array, DeviceArray, ShapeDtypeStruct, device_get, device_put
+from transpiler.array import DeviceArray, ShapeDtypeStruct, device_get, device_put
+from transpiler.numpy import ndarray as Array  # jax.Array: every array's type
 from transpiler.config import config
 from transpiler.errors import TranspileError
 from transpiler.import_hook import install_import_hook
 from transpiler.jit import clear_caches, disable_jit, jit
 from transpiler.api_helpers import (block_until_ready, default_backend,
-                                    default_matmul_precision, device_count, enable_x64,
+                                    default_matmul_precision, device_count, devices,
+                                    enable_x64,
                                     ensure_compile_time_eval, eval_shape, host_count, host_id,
                                     host_ids, linear_transpose, local_devices, named_call,
                                     named_scope, print_environment_info, process_count,
@@ -31,7 +33,7 @@ from transpiler.spmd.pmap_api import pmap
 from transpiler.spmd.shard_map import shard_map, smap
 from transpiler import sharding  # noqa: F401
 from transpiler.sharding import NamedSharding, P, Shard, make_mesh, reshard, set_mesh
-from runtime import Device, devices, local_device_count
+from runtime import Device, local_device_count
 from transpiler.version import __version__  # noqa: F401 (transpiler.__version__)
 
 jacobian = jacrev  # jax.jacobian is jacrev

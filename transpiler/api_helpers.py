@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 import runtime
+from runtime.device import CPU_KINDS, GPU_KINDS
 from transpiler import tree_util
 from transpiler.array import ShapeDtypeStruct
 from transpiler.config import config
@@ -140,16 +141,35 @@ def default_backend() -> str:
     return "cpu"
 
 
+# JAX's backend names, as IREE device kinds (IREE's own kind names are accepted too)
+_BACKENDS = {"cpu": "local-task", "gpu": "cuda", "cuda": "cuda", "rocm": "hip",
+             "vulkan": "vulkan", "hip": "hip"}
+
+
+def devices(backend: Optional[str] = None) -> list:
+    """``jax.devices``: the devices of `backend` -- ``"cpu"`` (the default: the
+    ``TRANSPILER_CPU_DEVICES`` host devices), ``"gpu"``/``"cuda"``, ``"rocm"``, or an IREE
+    device kind (``"local-sync"``, ``"vulkan"`` ...)."""
+    if backend is None:
+        return runtime.devices()
+    kind = _BACKENDS.get(backend, backend)
+    if kind not in CPU_KINDS + GPU_KINDS:
+        raise located(RuntimeError, f"backend {backend!r} is not available: the backends here "
+                      "are IREE's drivers, 'cpu', 'gpu'/'cuda', 'rocm' and 'vulkan'",
+                      "for TPUs, export the StableHLO (jit(f).lower(*args).as_text()) and "
+                      "run it through XLA/PJRT")
+    return runtime.devices(kind)
+
+
 def device_count(backend: Optional[str] = None) -> int:
-    """``jax.device_count``: the number of host devices (``TRANSPILER_CPU_DEVICES``)."""
-    _check_backend(backend, "device_count")
-    return runtime.local_device_count()
+    """``jax.device_count``: the number of devices of `backend` (default: the host's,
+    ``TRANSPILER_CPU_DEVICES``)."""
+    return len(devices(backend))
 
 
 def local_devices(process_index: Optional[int] = None, backend: Optional[str] = None) -> list:
     """``jax.local_devices``: this process's devices (all of them: there is one process)."""
-    _check_backend(backend, "local_devices")
-    return runtime.devices()
+    return devices(backend)
 
 
 def process_count(backend: Optional[str] = None) -> int:
@@ -168,12 +188,6 @@ def process_indices(backend: Optional[str] = None) -> list[int]:
 
 
 host_count, host_id, host_ids = process_count, process_index, process_indices
-
-
-def _check_backend(backend: Optional[str], fn: str) -> None:
-    if backend not in (None, "cpu"):
-        raise located(RuntimeError, f"{fn}: backend {backend!r} is not available; the one "
-                      "backend is 'cpu'")
 
 
 def print_environment_info(return_string: bool = False) -> Optional[str]:

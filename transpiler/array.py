@@ -22,7 +22,27 @@ from transpiler import numpy as jnp
 from transpiler.sharding.specs import NamedSharding, Shard, Sharding, SingleDeviceSharding
 
 
-class Array(AvalProperties, ArrayMethods):
+class _HostExchange:
+    """DLPack export (``np.from_dlpack(x)``, ``torch.from_dlpack(x)``) of the value on the
+    host: a device array's host copy."""
+
+    __slots__ = ()
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        host = np.asarray(self)
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        try:
+            return host.__dlpack__(**kwargs)
+        except BufferError:  # a read-only value for a consumer of DLPack < 1.0: a copy
+            return host.copy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
+
+class Array(_HostExchange, AvalProperties, ArrayMethods):
     """An eager array: an immutable NumPy value plus JAX's weak-type bit."""
 
     __slots__ = ("_value", "aval", "__weakref__")
@@ -44,6 +64,14 @@ class Array(AvalProperties, ArrayMethods):
         if copy:
             return np.array(self._value, dtype=dtype, copy=True)
         return self._value if dtype is None else self._value.astype(dtype)
+
+    @property
+    def sharding(self) -> Sharding:
+        """An eager value is on the host: the default device's sharding."""
+        return SingleDeviceSharding(runtime.default_device())
+
+    def devices(self) -> set:
+        return {runtime.default_device()}
 
     def block_until_ready(self) -> "Array":
         return self
@@ -97,7 +125,7 @@ def _array_repr(name: str, value: np.ndarray, aval: ShapedArray) -> str:
     return f"{name}({body}, dtype={aval.dtype.name}{extra})"
 
 
-class DeviceArray(ArrayMethods, runtime.DeviceArray):
+class DeviceArray(_HostExchange, ArrayMethods, runtime.DeviceArray):
     """A `jit` result in device memory, with JAX-semantics operators and methods."""
 
     __slots__ = ("_key", "_sharding")

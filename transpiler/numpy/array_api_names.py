@@ -38,15 +38,18 @@ class _ArrayType(type):
         return isinstance(instance, (ArrayMethods, core.Tracer))
 
     def __subclasscheck__(cls, subclass: type) -> bool:
-        return issubclass(subclass, (ArrayMethods, core.Tracer))
+        return subclass is cls or issubclass(subclass, (ArrayMethods, core.Tracer))
 
 
-class ndarray(metaclass=_ArrayType):
-    """``jnp.ndarray``: the type of arrays, for ``isinstance`` checks and annotations (JAX's
-    ``jax.Array``); it is not instantiated."""
+class Array(metaclass=_ArrayType):
+    """``jax.Array`` (``jnp.ndarray``): the type of arrays, for ``isinstance`` checks and
+    annotations -- eager arrays, jit's device arrays and tracers; it is not instantiated."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("jnp.ndarray cannot be instantiated; use jnp.array or jnp.asarray")
+        raise TypeError("jax.Array cannot be instantiated; use jnp.array or jnp.asarray")
+
+
+ndarray = Array
 
 
 def concat(arrays: Sequence[Any], /, *, axis: Optional[int] = 0) -> Any:
