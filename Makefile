@@ -13,6 +13,8 @@ TEST_CACHE ?= $(CURDIR)/.cache/test
 .PHONY: demo test lint fuzz bench derivatives install clean
 
 $(STAMP): pyproject.toml
+	@echo "Installing transpiler and the [$(EXTRAS)] extra into $(VENV): the IREE compiler and runtime"
+	@echo "(and JAX, the tests' oracle), ~600 MB; usually 1-3 minutes on a fresh machine."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
@@ -21,6 +23,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	@echo "Running examples/quickstart.py; compiled modules are cached in" \
+	    "$${TRANSPILER_CACHE_DIR:-~/.cache/transpiler}."
 	$(PY) examples/quickstart.py
 
 test: $(STAMP)

@@ -115,6 +115,10 @@ class Built:
                 module = runtime.load(data, device)
         except ValueError as err:
             raise CliError(f"{path}: {err}") from None
+        except runtime.DeviceNotFoundError as err:  # no such driver or hardware here
+            why = str(err).split(". Drivers", 1)[0].rstrip(": ")
+            raise CliError(f"{why}; run it where that device exists, or build for llvm-cpu "
+                           "and run with --device local-task") from None
         self.name, self.entry, self.function = name, entry, module[entry["entry"]]
 
     def check(self, values: Sequence[Any], where: Sequence[str]) -> None:

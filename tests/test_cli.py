@@ -103,7 +103,9 @@ def test_show(tmp_path):
     assert result.returncode == 0 and "def vjp_f(" in result.stdout
     result = cli("show", f"{source}::f", "--stage", "stablehlo", "--args", "f32[3]")
     assert "stablehlo.sine" in result.stdout
-    assert "plain function" in cli("show", f"{source}::f").stderr
+    result = cli("show", f"{source}::f")  # no signatures: its code, and how to see more
+    assert result.returncode == 0 and "a plain function without argument signatures" in \
+        result.stdout and "def f(x):" in result.stdout
     assert "has no function 'h'; it defines: f, g" in cli("show", f"{source}::h").stderr
     assert "cannot parse the signature 'q32[3]'" in cli(
         "show", f"{source}::f", "--stage", "stablehlo", "--args", "q32[3]").stderr
@@ -191,3 +193,56 @@ def test_compile_save_and_load_in_a_fresh_process(tmp_path):
     assert result.returncode == 0, result.stderr
     np.testing.assert_allclose([float(v) for v in result.stdout.split()], np.sin(x) * 2,
                                rtol=1e-5)
+
+
+ANNOTATED = """import transpiler as jax
+import transpiler.numpy as jnp
+
+def loss(w: "f32[3]", x: "f32[4,3]"):
+    return jnp.sum(jnp.tanh(x @ w))
+
+dloss = jax.grad(loss)
+
+def helper(a, b):
+    return a + b
+"""
+
+
+def test_signatures_flow_through_transforms_and_skips_are_reported(tmp_path):
+    source = tmp_path / "prog.py"
+    source.write_text(ANNOTATED)
+    result = cli("show", f"{source}::loss")  # a plain function: its StableHLO by default
+    assert result.returncode == 0 and "stablehlo.tanh" in result.stdout
+    result = cli("show", f"{source}::dloss", "--stage", "stablehlo")
+    assert result.returncode == 0 and "-> tensor<3xf32>" in result.stdout
+    out = tmp_path / "out"
+    old = os.umask(0o022)
+    try:
+        result = cli("build", str(source), "-o", str(out))
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr
+    assert "skipped helper: no argument signatures" in result.stdout
+    assert {"loss", "dloss"} <= set(json.loads((out / "manifest.json").read_text())
+                                    ["functions"])
+    assert {oct(p.stat().st_mode & 0o777) for p in out.iterdir()} == {"0o644"}  # the umask's
+
+
+def test_run_on_a_missing_device_is_one_line(tmp_path):
+    import runtime
+    try:
+        runtime.devices("vulkan")
+        pytest.skip("this machine has Vulkan")
+    except runtime.DeviceNotFoundError:
+        pass
+    source = tmp_path / "prog.py"
+    source.write_text(ANNOTATED)
+    out = tmp_path / "out"
+    assert cli("build", f"{source}::loss", "-o", str(out), "--target",
+               "vulkan-spirv").returncode == 0
+    np.save(tmp_path / "w.npy", np.ones(3, np.float32))
+    np.save(tmp_path / "x.npy", np.ones((4, 3), np.float32))
+    result = cli("run", str(out), "loss", "--device", "vulkan", "--input",
+                 str(tmp_path / "w.npy"), str(tmp_path / "x.npy"))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("transpiler run: error: device 'vulkan' is not available")

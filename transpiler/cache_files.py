@@ -22,13 +22,24 @@ log = logging.getLogger("transpiler.cache")
 _REPORTED: set[str] = set()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # (reading it sets it: set it back at once)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open() would give a new file: the user's umask
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never half."""
+    """Write `data` to `path` so that readers see the old file or the new one, never half;
+    the file gets the mode a plain ``open(path, "wb")`` would (mkstemp's is 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            os.fchmod(f.fileno(), _MODE)
         os.replace(tmp, path)
     except BaseException:
         try:

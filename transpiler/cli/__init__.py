@@ -18,7 +18,6 @@ from typing import Any, Optional, Sequence
 from runtime.cli import FORMAT, MANIFEST, CliError, add_run_parser
 from transpiler.cache_files import write_atomic
 from transpiler.config import config
-from transpiler.transforms.batch.api import Vmapped
 from transpiler.primitives.core import abstractify
 from transpiler import dtypes
 from transpiler.array import ShapeDtypeStruct
@@ -55,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{show,build,run,cache}", required=True)
     show = sub.add_parser("show", help="print a function's generated Python or its MLIR")
     show.add_argument("target", metavar="FILE.py::name")
-    show.add_argument("--stage", choices=STAGES, default="python")
+    show.add_argument("--stage", choices=STAGES, default=None,
+                      help="default: a transform's generated Python, a plain function's "
+                      "StableHLO")
     show.add_argument("--args", help='argument signatures, e.g. "f32[128,784] f32[784]" '
                       "(default: the parameters' string annotations)")
     show.set_defaults(handler=show_command)
@@ -137,8 +138,7 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
     examples = getattr(fn, "example_args", None)
     if examples is not None:  # jit(f, example_args=(ShapeDtypeStruct(...), ...))
         return [(abstractify(a).dtype.name, tuple(abstractify(a).shape)) for a in examples]
-    from transpiler.transforms.common.generated import target
-    target = fn.fun if isinstance(fn, Vmapped) else target(getattr(fn, "_fun", fn))
+    target = _annotated_function(fn)
     try:
         params = list(inspect.signature(target).parameters.values())
     except (TypeError, ValueError):
@@ -148,6 +148,18 @@ def signatures(fn: Any, text: Optional[str]) -> list[tuple[str, tuple[int, ...]]
         raise CliError(f"{getattr(fn, '__name__', fn)}: no argument signatures; annotate the "
                        'parameters (x: "f32[128,784]") or pass --args')
     return [parse_signature(a) for a in found]
+
+
+def _annotated_function(fn: Any) -> Any:
+    """The user's function whose annotations give `fn`'s argument signatures: through
+    jit, grad, vmap, pmap, shard_map ... (``dloss = grad(loss)``: loss's parameters)."""
+    for _ in range(32):
+        inner = next((getattr(fn, a) for a in ("_fun", "fun", "_original")
+                      if getattr(fn, a, None) is not None), None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    return fn
 
 
 def _examples(specs: list) -> list[Any]:
@@ -164,7 +176,19 @@ def show_command(args: Any) -> int:
     path, _, name, fn = load_function(args.target)
     if not name:
         raise CliError("name the function: FILE.py::name")
-    if args.stage == "python":
+    stage = args.stage
+    if stage is None:  # a transform's generated code; a plain function's StableHLO
+        generated = getattr(fn, "source", None) is not None or isinstance(fn, Jitted)
+        stage = "python" if generated else "stablehlo"
+        if not generated:
+            try:
+                signatures(fn, args.args)
+            except CliError:  # no signatures: its own code, and how to see more
+                _print(f"# {name}: a plain function without argument signatures; annotate "
+                       'its parameters (x: "f32[128,784]") or pass --args to see its '
+                       "StableHLO\n" + inspect.getsource(fn), "python")
+                return 0
+    if stage == "python":
         source = getattr(fn, "source", None)
         if source is None:
             if isinstance(fn, Jitted):
@@ -175,7 +199,7 @@ def show_command(args: Any) -> int:
         _print(str(source), "python")
         return 0
     lowered = _jitted(fn).lower(*_examples(signatures(fn, args.args)))
-    _print(lowered.as_text(args.stage), "mlir")
+    _print(lowered.as_text(stage), "mlir")
     return 0
 
 
@@ -207,7 +231,9 @@ def build_command(args: Any) -> int:
     else:
         if args.args is not None:
             raise CliError("--args needs one function: FILE.py::name")
-        chosen = _annotated(module)
+        chosen, skipped = _annotated(module)
+        for fname, why in skipped.items():
+            print(f"skipped {fname}: {why}", flush=True)
         if not chosen:
             raise CliError(f"{path}: no function has annotated argument signatures "
                            '(x: "f32[128,784]"); name one with FILE.py::name --args "..."')
@@ -271,19 +297,21 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _annotated(module: Any) -> dict[str, tuple[Any, list]]:
-    """The module's own functions whose parameters all carry signature annotations."""
+def _annotated(module: Any) -> tuple[dict[str, tuple[Any, list]], dict[str, str]]:
+    """The module's own functions whose parameters all carry signature annotations, and
+    the others with the reason each is skipped."""
     chosen: dict[str, tuple[Any, list]] = {}
+    skipped: dict[str, str] = {}
     for name, value in vars(module).items():
-        fn = getattr(value, "_fun", value)
+        fn = _annotated_function(value)
         if name.startswith("_") or not callable(value) or inspect.isclass(value) or \
                 getattr(fn, "__module__", getattr(value, "__module__", None)) != module.__name__:
             continue
         try:
             chosen[name] = (value, signatures(value, None))
-        except CliError:
-            continue
-    return chosen
+        except CliError as err:
+            skipped[name] = str(err).split(": ", 1)[-1]
+    return chosen, skipped
 
 
 def _versions() -> dict:
