@@ -246,3 +246,16 @@ def test_run_on_a_missing_device_is_one_line(tmp_path):
                  str(tmp_path / "w.npy"), str(tmp_path / "x.npy"))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("transpiler run: error: device 'vulkan' is not available")
+
+
+def test_show_colours_python_and_mlir_by_pygments():
+    import re
+
+    from transpiler.cli.highlight import highlight
+    mlir = "func.func @main(%arg0: tensor<4x3xf32>) -> tensor<f32> {  // a comment\n" \
+           "  %0 = stablehlo.add %arg0, %arg0 : tensor<4x3xf32>\n}\n"
+    python = "def f(x):\n    return x * 2  # twice\n"
+    for text, kind in ((mlir, "mlir"), (python, "python")):
+        coloured = highlight(text, kind)
+        assert "\033[" in coloured
+        assert re.sub(r"\033\[[\d;]*m", "", coloured) == text  # colour added, nothing lost

@@ -204,17 +204,10 @@ def show_command(args: Any) -> int:
 
 
 def _print(text: str, kind: str) -> None:
-    if sys.stdout.isatty():
-        text = _highlight(text, kind)
+    if sys.stdout.isatty():  # colour in a terminal only
+        from transpiler.cli.highlight import highlight  # (Pygments: only when shown)
+        text = highlight(text, kind)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _highlight(text: str, kind: str) -> str:
-    import re
-    words = r"\b(def|return|if|else|for|while|in|not|is|None|and|or)\b" if kind == "python" \
-        else r"\b(func\.func|return|stablehlo\.\w+|linalg\.\w+|flow\.\w+|tensor)\b"
-    text = re.sub(words, "\033[1;34m\\1\033[0m", text)
-    return re.sub(r"(#[^\n]*|//[^\n]*)", "\033[2m\\1\033[0m", text)
 
 
 # --- build -------------------------------------------------------------------------------------------
