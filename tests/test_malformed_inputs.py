@@ -420,6 +420,19 @@ def reshape_by(x, n):
     return x.reshape(n, -1)  # @j-reshape-traced
 
 
+def squared(x):
+    return x ** 2  # @j-list-argument
+
+
+class Scaler:
+    def __init__(self):
+        self.w = 2.0
+
+    @tp.jit
+    def apply(self, x):
+        return self.w * x
+
+
 def repeat_list(x, n):
     return [x] * n  # @j-list-times-traced
 
@@ -470,11 +483,17 @@ JIT = [
      lambda: tp.jit(scale_by, static_argnums=-3)),  # @j-static-negative
     ("j-static-one-of-two", ValueError, r"only accepts 2 positional arguments",
      lambda: tp.jit(scale_by, static_argnums=(1, 2))),  # @j-static-one-of-two
-    ("j-string-not-static", DTypeError, r"got str at position 1",
+    ("j-string-not-static", TypeError, r"jit\(scale_by\): argument `n` is not an array: got str",
      lambda: tp.jit(scale_by)(X, "twice")),  # @j-string-not-static
-    ("j-object-not-static", DTypeError, r"got object at position 1",
+    ("j-object-not-static", TypeError, r"argument `n` is not an array: got object",
      lambda: tp.jit(scale_by)(X, object())),  # @j-object-not-static
-    ("j-lower-string", DTypeError, r"got str at position 0",
+    ("j-list-argument", TypeError, r"got `x` as a list, which jit \(like JAX\) takes as a "
+     r"pytree of separate values(?s:.*)jnp\.asarray\(x\)",
+     lambda: tp.jit(squared)([1.0, 2.0])),
+    ("j-method-self", TypeError, r"(?s)jit\(apply\): argument `self` is not an array: got "
+     r"Scaler.*a jitted method gets `self` as an argument",
+     lambda: Scaler().apply(X)),  # @j-method-self
+    ("j-lower-string", TypeError, r"jit\(doubled\): argument `x` is not an array: got str",
      lambda: tp.jit(doubled).lower("abc")),  # @j-lower-string
     ("j-reshape-traced", TracerError,
      r"(?s)int\(\) on a traced value \(int32\[\]\) inside jit.*make it static",

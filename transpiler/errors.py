@@ -127,14 +127,16 @@ class DTypeError(TranspileError, TypeError):
 GENERATED_SOURCE_MAPS: dict[str, dict[int, "SourceLocation"]] = {}
 
 
-def _is_internal(filename: str) -> bool:
+def internal_file(filename: str) -> bool:
+    """A file of this package (or Python's frozen modules): not the user's."""
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+
 
 
 def user_frame(start: Optional[FrameType] = None) -> Optional[FrameType]:
     """The innermost stack frame that belongs to user code, not to this package."""
     frame: Optional[FrameType] = start if start is not None else sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None and internal_file(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
 
@@ -165,7 +167,7 @@ def user_location() -> Optional[SourceLocation]:
     first = None
     while frame is not None:
         loc = frame_location(frame)
-        if not _is_internal(loc.file) and loc.file not in GENERATED_SOURCE_MAPS:
+        if not internal_file(loc.file) and loc.file not in GENERATED_SOURCE_MAPS:
             return loc  # (a generated line that maps to no line of the user's is passed over)
         first = first or loc
         frame = user_frame(frame.f_back)

@@ -30,7 +30,8 @@ from transpiler.compiler import compile_or_load, compile_vmfb, lower_to_stage, m
 from transpiler.config import config
 from transpiler.per_thread import PerThreadList
 from transpiler.tracebacks import filtered
-from transpiler.errors import located, unwrapped_tracer_error
+from transpiler.errors import (frame_location, internal_file, located, located_type,
+                               unwrapped_tracer_error, user_location)
 from transpiler.lowering.trace import StagedModule, trace_to_module
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
@@ -344,9 +345,59 @@ class Jitted(Staged):
             try:
                 avals.append(abstractify(leaf, i, self.__name__))
             except (TypeError, OverflowError) as err:
-                raise type(err)(f"jit({self.__name__}): argument leaf {i} is not an array: "
-                                f"{err}") from None
+                raise self._not_an_array(args, i, leaf, err) from None
         return leaves, in_tree, tuple(avals), statics
+
+    def _not_an_array(self, args: Sequence[Any], i: int, leaf: Any,
+                      err: BaseException) -> BaseException:
+        """Leaf `i` of the dynamic arguments is no array: an error naming the parameter
+        (and the path inside it), with the hint for a method's `self` or a static value."""
+        if isinstance(err, OverflowError):
+            return OverflowError(f"jit({self.__name__}): argument leaf {i}: {err}")
+        dyn = [(n, a) for n, a in zip(self._param_names(len(args)), args)
+               if n not in self._static_names]
+        dyn = [pair for k, pair in enumerate(dyn) if k not in self._static_nums]
+        paths = tree_util.tree_flatten_with_path(tuple(a for _, a in dyn))[0]
+        where = f"leaf {i}"
+        if i < len(paths):
+            keys = paths[i][0]
+            index = getattr(keys[0], "idx", None) if keys else None
+            if index is not None and index < len(dyn):
+                where = f"`{dyn[index][0]}{tree_util.keystr(keys[1:])}`"
+        message = f"jit({self.__name__}): argument {where} is not an array: got " \
+                  f"{type(leaf).__name__}"
+        if where == "`self`":
+            return located(TypeError, message, "a jitted method gets `self` as an argument: "
+                           "jit a function of the arrays it uses, register the class as a "
+                           "pytree (tree_util.register_pytree_node_class), or mark `self` "
+                           "static with jax.jit(f, static_argnums=0) if it is hashable")
+        return located(TypeError, message, "pass an array (or a pytree of arrays), or mark the "
+                       "argument static (static_argnums/static_argnames) if it is "
+                       "configuration")
+
+    def _sequence_hint(self, error: BaseException, args: Sequence[Any]) -> BaseException:
+        """``x ** 2`` on a list argument (a pytree of scalars to jit, as to JAX): the error
+        at its line, saying so; any other error as it is."""
+        sequences = [(n, a) for n, a in zip(self._param_names(len(args)), args)
+                     if type(a) in (list, tuple)]
+        if not (isinstance(error, TypeError) and sequences and
+                str(error).startswith("unsupported operand")):
+            return error
+        name, value = sequences[0]
+        at = [tb.tb_frame for tb in _frames(error.__traceback__)
+              if not internal_file(tb.tb_frame.f_code.co_filename)]
+        loc = frame_location(at[-1]) if at else user_location()
+        return located_type(TypeError)(
+            f"{error}: jit({self.__name__}) got `{name}` as a {type(value).__name__}, which "
+            "jit (like JAX) takes as a pytree of separate values, not as one array", loc,
+            f"pass jnp.asarray({name}) to make it an array")
+
+    def _param_names(self, count: int) -> list[str]:
+        try:
+            params = list(inspect.signature(self._fun).parameters)
+        except (TypeError, ValueError):
+            params = []
+        return [params[k] if k < len(params) else f"#{k}" for k in range(count)]
 
     def _trace(self, args: Sequence[Any], kwargs: dict, in_tree: Any,
                avals: Sequence[ShapedArray]) -> tuple[StagedModule, Any]:
@@ -360,7 +411,7 @@ class Jitted(Staged):
             except (ValueError, TypeError) as error:
                 cause = unwrapped_tracer_error(error)
                 if cause is error:
-                    raise
+                    raise self._sequence_hint(error, args) from None
                 raise cause from None
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
@@ -507,6 +558,12 @@ def _static_args(fun: Callable, argnums: Any, argnames: Any) -> tuple[frozenset,
         if name in positional:
             nums += (positional.index(name),)
     return frozenset(nums), frozenset(names)
+
+
+def _frames(tb: Any) -> Iterator[Any]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def jit(fun: Optional[Callable] = None, *, in_shardings: Any = None,
