@@ -95,7 +95,8 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                                     "rng_uniform_p ragged_all_to_all ragged_all_to_all_p "
                                     "ragged_dot_general stage stage_p dce_sink dce_sink_p "
                                     "copy_p device_put_p sharding_constraint_p"),
-        **_reasons(SPMD, "all_to_all all_to_all_p pbroadcast pcast precv psend pshuffle "
+        **_reasons(COMPOSITE, "all_to_all_p"),
+        **_reasons(SPMD, "pbroadcast pcast precv psend pshuffle "
                          "pswapaxes"),
         **_reasons(NOT_YET, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "RaggedDotDimensionNumbers RandomAlgorithm Tolerance "

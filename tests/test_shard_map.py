@@ -56,6 +56,10 @@ COLLECTIVES = {
                      lambda: sum(_blocks(A))),
     "ppermute": (lambda a: lax.ppermute(a, "x", [(0, 1), (1, 0)]), P("x"),
                  lambda: np.concatenate(_blocks(A)[::-1])),
+    "all_to_all": (lambda a: lax.all_to_all(a, "x", 1, 0, tiled=True), P("x"),
+                   lambda: np.concatenate([np.concatenate([b[:, k * 3:(k + 1) * 3]
+                                                           for b in _blocks(A)])
+                                           for k in range(2)])),
     "axis_index": (lambda a: a * lax.axis_index("x"), P("x"),
                    lambda: np.concatenate([b * k for k, b in enumerate(_blocks(A))])),
 }
@@ -298,3 +302,29 @@ def test_export_is_the_per_block_program_with_native_collectives(tmp_path):
                           in_specs=P("x"), out_specs=P("x"))
     with pytest.raises(TranspileError, match="a mesh of 2 axes runs emulated"):
         multi.export(A)
+
+
+ALL_TO_ALL = [(0, 0, False), (0, 1, False), (1, 0, False), (0, 1, True), (0, 0, True),
+              (1, 0, True)]
+
+
+@pytest.mark.parametrize("split, concat, tiled", ALL_TO_ALL)
+def test_all_to_all_against_jax_by_vmap_pmap_and_jit(split, concat, tiled):
+    jax_ = pytest.importorskip("jax")
+    x = _rng.standard_normal((2, 4, 2) if split == 0 else (2, 3, 4)).astype(np.float32)
+    if not tiled:
+        x = x[:, :2] if split == 0 else x[:, :, :2]
+
+    def f(v):
+        return lax.all_to_all(v, "i", split, concat, tiled=tiled)
+
+    def theirs(v):
+        return jax_.lax.all_to_all(v, "i", split, concat, tiled=tiled)
+
+    want = jax_.vmap(theirs, axis_name="i")(x)
+    for got in (jax.vmap(f, axis_name="i")(x), jax.pmap(f, axis_name="i")(x),
+                jax.jit(jax.vmap(f, axis_name="i"))(x)):
+        _close(got, np.asarray(want))
+    w = _rng.standard_normal(np.shape(want)).astype(np.float32)
+    want_grad = jax_.grad(lambda v: jax_.numpy.sum(jax_.vmap(theirs, axis_name="i")(v) * w))(x)
+    _close(jax.grad(lambda v: jnp.sum(jax.vmap(f, axis_name="i")(v) * w))(x), want_grad)

@@ -128,8 +128,8 @@ from transpiler.lax.incomplete_gamma import (igamma, igamma_grad_a, igammac,  # 
                                              random_gamma_grad)
 from transpiler.lax.fourier import FftType, fft  # noqa: E402,F401
 from transpiler.lax import linalg  # noqa: E402,F401
-from transpiler.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin,  # noqa: E402,F401
-                                     ppermute, psum, psum_scatter)
+from transpiler.lax.parallel import (all_gather, all_to_all, axis_index,  # noqa: E402,F401
+                                     pmax, pmean, pmin, ppermute, psum, psum_scatter)
 from transpiler.lax.windows import (associative_scan, cumlogsumexp,  # noqa: E402,F401
                                     padtype_to_pads, reduce, reduce_window,
                                     reduce_window_shape_tuple)

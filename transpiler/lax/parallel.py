@@ -1,5 +1,5 @@
 """JAX's named-axis collectives: ``lax.psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
-``axis_index``, ``psum_scatter`` and ``ppermute``.
+``axis_index``, ``psum_scatter``, ``ppermute`` and ``all_to_all``.
 
 A collective combines the values of every member of a named batch. The named axes are
 those of the running `vmap`s (``AXES``, innermost last), whose members all
@@ -30,6 +30,7 @@ import numpy as np
 
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
+from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import abstractify
 from transpiler.lax.spmd import SPMD, SpmdAxis, spmd_axis  # noqa: F401 (re-exported)
@@ -278,14 +279,77 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
     return tree_util.tree_map(jnp.asarray, x)
 
 
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
+               axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """``lax.all_to_all``: member i gets block i of every member's `x` along `split_axis`
+    (of size the group size, removed; a multiple of it when `tiled`), stacked along a new
+    axis `concat_axis` in member order (concatenated along `concat_axis` when `tiled`).
+    Composed from ``all_gather`` and ``axis_index``, so every strategy runs it and the
+    transforms differentiate and batch it as them; it moves each member's whole `x` to
+    every member (the group size times what a native all-to-all moves)."""
+    return _all_to_all_leaves(x, axis_name, split_axis, concat_axis, axis_index_groups, tiled)
+
+
+def _all_to_all_leaves(x: Any, axis_name: Any, split_axis: int, concat_axis: int,
+                       axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """`all_to_all` with its parameters positional (a custom_vjp, see the end)."""
+    if axis_index_groups is not None:
+        raise TranspileError("lax.all_to_all: axis_index_groups is not supported",
+                             user_location(), "reduce over whole named axes")
+    spmd = spmd_axis(axis_name, "all_to_all")
+    size = spmd.size if spmd is not None else group_size(resolve(axis_name, "all_to_all"))
+    return tree_util.tree_map(
+        lambda leaf: _all_to_all(jnp.asarray(leaf), axis_name, size, split_axis, concat_axis,
+                                 tiled), x)
+
+
+def _all_to_all(x: Any, axis_name: Any, size: int, split_axis: int, concat_axis: int,
+                tiled: bool) -> Any:
+    shape = tuple(x.shape)
+    rank = len(shape)
+    if not -rank <= split_axis < rank or not -rank <= concat_axis < rank:
+        raise TranspileError(f"lax.all_to_all: split_axis {split_axis} and concat_axis "
+                             f"{concat_axis} must be dimensions of a value of shape {shape}",
+                             user_location())
+    split, concat = split_axis % rank, concat_axis % rank
+    if (shape[split] % size if tiled else shape[split] != size):
+        need = f"a multiple of {size}" if tiled else f"{size}"
+        raise TranspileError(f"lax.all_to_all: dimension {split} of a value of shape {shape} "
+                             f"must be {need} (the size of {axis_name!r})", user_location())
+    gathered = all_gather(x, axis_name)  # (members j, *shape)
+    if not tiled:  # block `mine` of every member, the members along `concat`
+        return jnp.moveaxis(_block(gathered, axis_name, 1 + split), 0, concat)
+    chunk = shape[split] // size
+    blocks = jnp.reshape(gathered, (size, *shape[:split], size, chunk, *shape[split + 1:]))
+    mine = jnp.moveaxis(_block(blocks, axis_name, 1 + split), 0, concat)
+    merged = tuple(mine.shape)  # the members' blocks, member-major, along `concat`
+    return jnp.reshape(mine, (*merged[:concat], merged[concat] * merged[concat + 1],
+                              *merged[concat + 2:]))
+
+
+def _block(y: Any, axis_name: Any, axis: int) -> Any:
+    """Entry ``axis_index(axis_name)`` of `y` along `axis`, that axis removed."""
+    starts = [np.int32(0)] * y.ndim
+    starts[axis] = axis_index(axis_name)
+    sizes = tuple(1 if d == axis else n for d, n in enumerate(y.shape))
+    picked = idx_p.dynamic_slice(y, *starts, slice_sizes=sizes)
+    return sp.reshape(picked, new_sizes=sizes[:axis] + sizes[axis + 1:])
+
+
+# Their values depend on the member even where `x` does not (vmap runs their batched code).
+for _fn in (all_to_all, _all_to_all_leaves, _all_to_all, _block):
+    _fn.batch_always = True  # type: ignore[attr-defined,union-attr]
+
+
 # --- reverse mode ---------------------------------------------------------------------------------
 # Differentiated from their source, the collectives would be wrong: each member's function
 # only sees `x * size`, not how the other members' values flow in. So each is a custom_vjp
 # (its non-`x` parameters static, hence no keyword-only parameters here) whose bwd is the
 # transpose collective, applied to the cotangents of all members (grad of a vmapped
 # function is the vmapped VJP, ad/vmapped.py): psum <-> psum, pmean <-> pmean, all_gather <->
-# psum_scatter, ppermute <-> the inverse ppermute. As in JAX, pmax/pmin have no rule. Being
-# linear (`CustomVJP.linear`), each is its own forward-mode rule.
+# psum_scatter, ppermute <-> the inverse ppermute, all_to_all <-> all_to_all with its split
+# and concat axes swapped. As in JAX, pmax/pmin have no rule. Being linear
+# (`CustomVJP.linear`), each is its own forward-mode rule.
 def _no_derivative(op: str) -> Any:
     def fwd(*args: Any) -> Any:
         raise TranspileError(f"lax.{op} has no differentiation rule (as in JAX)",
@@ -338,6 +402,16 @@ def _ppermute_bwd(axis_name: Any, perm: Any, _: Any, g: Any) -> tuple:
     return (ppermute(g, axis_name, [(dst, src) for src, dst in perm]),)
 
 
+def _all_to_all_fwd(x: Any, axis_name: Any, split_axis: int, concat_axis: int,
+                    groups: Any = None, tiled: bool = False) -> tuple:
+    return _all_to_all_leaves(x, axis_name, split_axis, concat_axis, groups, tiled), None
+
+
+def _all_to_all_bwd(axis_name: Any, split_axis: int, concat_axis: int, groups: Any,
+                    tiled: bool, _: Any, g: Any) -> tuple:
+    return (_all_to_all_leaves(g, axis_name, concat_axis, split_axis, groups, tiled),)
+
+
 def _differentiable() -> None:
     import inspect
 
@@ -347,6 +421,7 @@ def _differentiable() -> None:
         all_gather: (_all_gather_fwd, _all_gather_bwd),
         psum_scatter: (_psum_scatter_fwd, _psum_scatter_bwd),
         ppermute: (_ppermute_fwd, _ppermute_bwd),
+        _all_to_all_leaves: (_all_to_all_fwd, _all_to_all_bwd),
         pmax: (_no_derivative("pmax"), None), pmin: (_no_derivative("pmin"), None)}
     for fn, (fwd, bwd) in rules.items():
         fn.batch_always = True  # type: ignore[attr-defined]  # bt.call: the rules, always

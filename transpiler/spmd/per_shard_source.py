@@ -11,7 +11,7 @@ from transpiler.transforms.autograph.runtime import convert_for_jit
 from transpiler.transforms.common.generated import target
 
 COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-               "axis_index")
+               "all_to_all", "axis_index")
 
 
 def per_shard_source(pm: Any) -> str:

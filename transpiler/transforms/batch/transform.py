@@ -144,7 +144,8 @@ class Vectorize:
         params = self.func.params
         companions = [cst.Param(cst.Name(self.b(p)), default=cst.Name("None"), equal=TIGHT_EQUAL)
                       for p in self.params if p in self.batched_params]
-        star = params.star_arg if isinstance(params.star_arg, cst.Param) else cst.ParamStar()
+        star = params.star_arg if isinstance(params.star_arg, cst.Param) or not \
+            (companions or params.kwonly_params) else cst.ParamStar()  # (no bare `*`)
         func = self.func.with_changes(
             name=cst.Name(f"vmap_{self.func.name.value}"),
             params=params.with_changes(kwonly_params=[*params.kwonly_params, *companions],
