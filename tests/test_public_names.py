@@ -49,9 +49,7 @@ UNSUPPORTED_LAX = "not built here: tokens, XLA's stateful RNG, ragged collective
 
 LEFT_OUT: dict[str, dict[str, str]] = {
     "jax": {
-        **_reasons(SPMD, "remove_size_one_mesh_axis_from_type make_array_from_callback "
-                         "make_array_from_process_local_data "
-                         "make_array_from_single_device_arrays auto_pcast distributed"),
+        **_reasons(SPMD, "remove_size_one_mesh_axis_from_type auto_pcast distributed"),
         **_reasons(REFS, "Ref new_ref empty_ref free_ref freeze ref"),
         **_reasons(CONFIG, "allow_f16_reductions array_garbage_collection_guard "
                            "check_tracer_leaks checking_leaks debug_infs debug_key_reuse "

@@ -250,3 +250,19 @@ def test_visualize_and_inspect_array_sharding(capsys):
     assert seen == [NamedSharding(MESH, P("batch")), SingleDeviceSharding(jax.devices()[0])]
     with pytest.raises(ValueError, match="only 1-D and 2-D arrays"):
         jax.debug.visualize_sharding((2, 2, 2), NamedSharding(MESH, P()))
+
+
+def test_arrays_made_from_blocks():
+    rows = NamedSharding(MESH, P("batch"))
+    made = jax.make_array_from_callback((4, 6), rows, lambda index: X[index])
+    np.testing.assert_array_equal(np.asarray(made), X)
+    assert made.sharding == rows
+    blocks = [X[:2], X[2:]]
+    joined = jax.make_array_from_single_device_arrays((4, 6), rows, blocks)
+    np.testing.assert_array_equal(np.asarray(joined), X)
+    local = jax.make_array_from_process_local_data(rows, X)
+    assert local.sharding == rows and np.array_equal(np.asarray(local), X)
+    with pytest.raises(ValueError, match=r"the block for .* has shape \(3, 6\)"):
+        jax.make_array_from_single_device_arrays((4, 6), rows, [X[:3], X[3:]])
+    with pytest.raises(ValueError, match="1 arrays for a sharding over 2 devices"):
+        jax.make_array_from_single_device_arrays((4, 6), rows, [X])

@@ -33,6 +33,9 @@ from transpiler.spmd.pmap_api import pmap
 from transpiler.spmd.shard_map import shard_map, smap
 from transpiler import sharding  # noqa: F401
 from transpiler.sharding import NamedSharding, P, Shard, make_mesh, reshard, set_mesh
+from transpiler.sharding.placement import (make_array_from_callback,
+                                          make_array_from_process_local_data,
+                                          make_array_from_single_device_arrays)
 from runtime import Device, local_device_count
 from transpiler.version import __version__  # noqa: F401 (transpiler.__version__)
 
@@ -50,4 +53,5 @@ __all__ = ["Array", "DeviceArray", "Device", "ShapeDtypeStruct", "TranspileError
            "checkpoint_policies", "clear_caches", "debug", "default_matmul_precision", "enable_x64",
            "linear_transpose", "remat", "errors", "make_jaxpr", "print_environment_info", "flatten_util",
            "pure_callback", "experimental", "shard_map", "smap", "sharding", "NamedSharding", "P",
-           "Shard", "make_mesh", "reshard", "set_mesh"]
+           "Shard", "make_mesh", "reshard", "set_mesh", "make_array_from_callback",
+           "make_array_from_process_local_data", "make_array_from_single_device_arrays"]

@@ -1,4 +1,5 @@
-"""``jax.sharding.reshard``: values placed by shardings, eagerly or inside a trace."""
+"""Values placed by shardings: ``jax.sharding.reshard`` (eagerly or inside a trace), and
+``jax.make_array_from_callback`` / ``_single_device_arrays`` / ``_process_local_data``."""
 
 from __future__ import annotations
 
@@ -90,3 +91,54 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
         out.append(tree_util.tree_map(
             lambda x, spec=spec: x if isinstance(x, Tracer) else array.device_put(x, spec), sub))
     return tree_util.tree_unflatten(treedef, out)
+
+
+def make_array_from_callback(shape: Any, sharding: Sharding, data_callback: Any,
+                             dtype: Any = None) -> Any:
+    """``jax.make_array_from_callback``: the array of `shape` whose block on each device
+    of `sharding` is ``data_callback(index)`` (its tuple of slices of the global array)."""
+    pieces = sharding.devices_indices_map(tuple(shape))
+    blocks = {device: np.asarray(data_callback(index)) for device, index in pieces.items()}
+    return _assembled(tuple(shape), sharding, pieces, blocks, dtype,
+                      "make_array_from_callback")
+
+
+def make_array_from_single_device_arrays(shape: Any, sharding: Sharding, arrays: Any, *,
+                                         dtype: Any = None) -> Any:
+    """``jax.make_array_from_single_device_arrays``: the array of `shape` whose block on
+    each device of `sharding` (in the order of its devices) is the matching array."""
+    pieces = sharding.devices_indices_map(tuple(shape))
+    if len(arrays) != len(pieces):
+        raise located(ValueError, f"make_array_from_single_device_arrays: {len(arrays)} "
+                      f"arrays for a sharding over {len(pieces)} devices",
+                      "give one array per device of the sharding, in its devices' order")
+    blocks = {device: np.asarray(a) for device, a in zip(pieces, arrays)}
+    return _assembled(tuple(shape), sharding, pieces, blocks, dtype,
+                      "make_array_from_single_device_arrays")
+
+
+def make_array_from_process_local_data(sharding: Sharding, local_data: Any,
+                                       global_shape: Any = None) -> Any:
+    """``jax.make_array_from_process_local_data``: with one process, its data is the whole
+    array, placed by `sharding`."""
+    if global_shape is not None and tuple(global_shape) != np.shape(local_data):
+        raise located(ValueError, f"make_array_from_process_local_data: global_shape "
+                      f"{tuple(global_shape)} differs from the data's {np.shape(local_data)}, "
+                      "and this is the one process")
+    return array.device_put(local_data, sharding)
+
+
+def _assembled(shape: tuple, sharding: Sharding, pieces: dict, blocks: dict, dtype: Any,
+               where: str) -> Any:
+    first = next(iter(blocks.values()), None)
+    kind = np.dtype(dtype) if dtype is not None else first.dtype if first is not None \
+        else np.dtype(np.float32)
+    value = np.zeros(shape, kind)
+    for device, index in pieces.items():
+        block = blocks[device]
+        want = value[index].shape
+        if block.shape != want:
+            raise located(ValueError, f"{where}: the block for {device} has shape "
+                          f"{block.shape}, but its index {index} of shape {shape} needs {want}")
+        value[index] = block
+    return array.device_put(value, sharding)
