@@ -43,18 +43,20 @@ class Mesh:
         grid[...] = np.array(devices, dtype=object)
         names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
         if grid.ndim != len(names):
-            raise ValueError(f"Mesh: {len(names)} axis names {names} for a device array of "
-                             f"{grid.ndim} dimensions (shape {grid.shape})")
+            raise located(ValueError, f"Mesh: {len(names)} axis names {names} for a device "
+                          f"array of {grid.ndim} dimensions (shape {grid.shape})")
         if len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f"Mesh: axis names must be distinct strings, got {names}")
+            raise located(ValueError, f"Mesh: axis names must be distinct strings, got {names}")
         flat = list(grid.flat)
         if not all(isinstance(d, runtime.Device) for d in flat):
-            raise TypeError("Mesh: devices must be transpiler devices (transpiler.devices())")
+            raise located(TypeError, "Mesh: devices must be transpiler devices "
+                          "(transpiler.devices())")
         if len({id(d) for d in flat}) != len(flat):
-            raise ValueError(f"Mesh: a device appears twice in {flat}")
+            raise located(ValueError, f"Mesh: a device appears twice in {flat}")
         types = tuple(axis_types) if axis_types is not None else (AxisType.Explicit,) * len(names)
         if len(types) != len(names) or not all(isinstance(t, AxisType) for t in types):
-            raise ValueError(f"Mesh: axis_types must be one AxisType per axis, got {axis_types}")
+            raise located(ValueError, f"Mesh: axis_types must be one AxisType per axis, got "
+                          f"{axis_types}")
         self.devices = grid
         self.axis_names: tuple[str, ...] = names
         self.axis_types: tuple[AxisType, ...] = types
@@ -157,7 +159,7 @@ def set_mesh(mesh: Optional[Mesh]) -> _MeshSetting:
     """``jax.set_mesh``: `mesh` is the current mesh -- inside ``with set_mesh(mesh):``, or
     from now on when called alone."""
     if mesh is not None and not isinstance(mesh, Mesh):
-        raise TypeError(f"set_mesh: expected a Mesh, got {type(mesh).__name__}")
+        raise located(TypeError, f"set_mesh: expected a Mesh, got {type(mesh).__name__}")
     previous = _GLOBAL[0]
     _GLOBAL[0] = mesh
     return _MeshSetting(previous)

@@ -37,8 +37,8 @@ class PartitionSpec:
             ok = p is None or p is PartitionSpec.UNCONSTRAINED or isinstance(p, str) or \
                 isinstance(p, (tuple, list)) and all(isinstance(n, str) for n in p)
             if not ok:
-                raise TypeError(f"PartitionSpec entries are None, a mesh axis name or a tuple "
-                                f"of names; got {p!r}")
+                raise located(TypeError, f"PartitionSpec entries are None, a mesh axis name or "
+                              f"a tuple of names; got {p!r}")
         self._partitions = tuple(tuple(p) if isinstance(p, list) else p for p in partitions)
         self.unreduced = frozenset(unreduced)
         self.reduced = frozenset(reduced)
@@ -165,10 +165,10 @@ class NamedSharding(Sharding):
     def __init__(self, mesh: Mesh, spec: Optional[PartitionSpec] = None, *,
                  memory_kind: Optional[str] = None) -> None:
         if not isinstance(mesh, Mesh):
-            raise TypeError(f"NamedSharding: expected a Mesh, got {type(mesh).__name__}")
+            raise located(TypeError, f"NamedSharding: expected a Mesh, got {type(mesh).__name__}")
         spec = PartitionSpec() if spec is None else spec
         if not isinstance(spec, PartitionSpec):
-            raise TypeError(f"NamedSharding: expected a PartitionSpec, got {spec!r}")
+            raise located(TypeError, f"NamedSharding: expected a PartitionSpec, got {spec!r}")
         check_spec(spec, mesh, "NamedSharding")
         self.mesh, self.spec = mesh, spec
 
@@ -230,7 +230,7 @@ class SingleDeviceSharding(Sharding):
 
     def __init__(self, device: Any, *, memory_kind: Optional[str] = None) -> None:
         if not isinstance(device, runtime.Device):
-            raise TypeError(f"SingleDeviceSharding: expected a Device, got {device!r}")
+            raise located(TypeError, f"SingleDeviceSharding: expected a Device, got {device!r}")
         self.device = device
 
     def _device_list(self) -> list:
