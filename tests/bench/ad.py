@@ -271,6 +271,16 @@ def hvp_time(n: int = 1000) -> None:
     print(f"{'hvp jvp(grad(f)), 1000 params':<34}  transpiler {t_ours * 1e3:9.3f} ms  jax "
           f"{t_jax * 1e3:9.3f} ms  (ours/jax {t_ours / t_jax:5.2f}x)  values agree with JAX",
           flush=True)
+    print_op_counts(ours.lower(x, v, a).as_text(), theirs.lower(x, v, a).as_text())
+
+
+def print_op_counts(ours_text: str, jax_text: str) -> None:
+    """The total StableHLO op counts of our program and JAX's, and the ops that differ."""
+    ours_ops, jax_ops = op_counts(ours_text), op_counts(jax_text)
+    differ = ", ".join(f"{op} {ours_ops[op]}/{jax_ops[op]}" for op in
+                       sorted(set(ours_ops) | set(jax_ops)) if ours_ops[op] != jax_ops[op])
+    print(f"{'  StableHLO ops (ours vs jax)':<34}  total {sum(ours_ops.values())} vs "
+          f"{sum(jax_ops.values())};  {differ or 'the same ops'}", flush=True)
 
 
 def main() -> None:

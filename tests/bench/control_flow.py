@@ -81,6 +81,11 @@ def rnn_rows() -> None:
     row("  the same, rolled (unroll=False)", times[False][0], None, t_jax[0])
     row(f"grad of {name}", times[1][1], None, t_jax[1])
     row("  the same, rolled (unroll=False)", times[False][1], None, t_jax[1])
+    if jax is not None:  # the gradient's program, rolled as JAX's is
+        from ad import print_op_counts
+        ours_loss = rnn(tnp, lax, False)[1]
+        print_op_counts(tp.jit(tp.grad(ours_loss)).lower(*ours_args).as_text(),
+                        jg.lower(*jargs).as_text())
 
 
 def main() -> None:
