@@ -813,7 +813,7 @@ BUILD_ERRORS = [
     ("output-under-a-file", "build {this}::cli_double -o {tmp}/plain.py/out",
      r"cannot write to .*plain\.py/out"),
     ("show-unnamed", "show {this}", r"name the function: FILE\.py::name"),
-    ("show-plain", "show {this}::cli_plain", r"cli_plain is a plain function"),
+    ("show-plain", "show {this}::cli_plain --stage python", r"cli_plain is a plain function"),
     ("show-no-signatures", "show {this}::cli_plain --stage stablehlo",
      r"cli_plain: no argument signatures"),
     ("show-missing-file", "show {tmp}/nowhere.py::f", r"nowhere\.py: no such file"),
