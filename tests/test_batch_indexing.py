@@ -82,3 +82,67 @@ def test_scatter_batched_indices(jit: bool, mode: str, axis: int) -> None:
     for flags in FLAGS3:
         _run(ip.scatter, [X, indices, UPD], list(flags), [axis, axis, axis], {"mode": mode},
              jit)
+
+
+# --- x[:, i]: whole slices and scalar indices, some batched ---------------------------------
+A3 = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+PICKS = np.array([0, 3, -1, 2], np.int32)  # (negative counts from the end, as in NumPy)
+SLICE_CASES = {
+    "column": (lambda a, i: a[:, i], (None, 0), (A3[0], PICKS)),
+    "middle": (lambda a, i: a[:, i, :], (None, 0), (A3, PICKS[:3])),
+    "two scalars": (lambda a, i: a[i, :, i], (None, 0), (A3, np.array([0, 2, 1], np.int32))),
+    "fixed and batched": (lambda a, i: a[1, :, i], (None, 0), (A3, PICKS)),
+    "both batched": (lambda a, i: a[:, i], (0, 0), (A3, PICKS[:3])),
+    "batched array only": (lambda a, i: a[:, i], (0, None), (A3, np.int32(2))),
+}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("case", sorted(SLICE_CASES))
+def test_whole_slices_with_batched_scalar_indices_against_a_loop(case: str, jit: bool) -> None:
+    fn, in_axes, (a, i) = SLICE_CASES[case]
+    mapped = tp.vmap(fn, in_axes=in_axes)
+    if jit:
+        mapped = tp.jit(mapped)
+    size = (a.shape[0] if in_axes[0] == 0 else len(i))
+    members = [fn(a[b] if in_axes[0] == 0 else a, i[b] if in_axes[1] == 0 else i)
+               for b in range(size)]
+    np.testing.assert_array_equal(np.asarray(mapped(a, i)),
+                                  np.stack([np.asarray(m) for m in members]))
+
+
+def test_gradient_through_a_batched_column_pick() -> None:
+    a = A3[0] / 10
+    loss = lambda w, i: (w[:, i] ** 2).sum()  # noqa: E731
+    per_index = tp.vmap(tp.grad(loss), in_axes=(None, 0))(a, PICKS)
+    want = np.stack([np.asarray(tp.grad(loss)(a, int(i))) for i in PICKS])
+    np.testing.assert_allclose(np.asarray(per_index), want, rtol=1e-6)
+    summed = tp.grad(lambda w: tp.vmap(lambda i: loss(w, i))(PICKS).sum())(a)
+    np.testing.assert_allclose(np.asarray(summed), want.sum(0), rtol=1e-6)
+
+
+UPDATES = {"set": lambda x, i, v: x.at[:, i].set(v), "add": lambda x, i, v: x.at[:, i].add(v),
+           "max": lambda x, i, v: x.at[:, i].max(v)}
+
+
+@pytest.mark.parametrize("method", sorted(UPDATES))
+def test_updates_at_a_batched_column_against_a_loop(method: str) -> None:
+    a = tp.numpy.asarray(A3[0])
+    put = UPDATES[method]
+    values = np.arange(16, dtype=np.float32).reshape(4, 4)  # one column per member
+    for v, v_axis in ((values, 0), (np.float32(7.0), None)):
+        got = tp.vmap(put, in_axes=(None, 0, v_axis))(a, PICKS, v)
+        want = np.stack([np.asarray(put(a, int(i), v[b] if v_axis == 0 else v))
+                         for b, i in enumerate(PICKS)])
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_an_update_reference_with_a_batched_index_must_be_used_at_once() -> None:
+    """``getattr(x.at[:, i], "set")(v)`` lost the index's batch (every member's update
+    landed in each member: a silent wrong answer); it is an error now."""
+    def put(i, v):
+        return getattr(tp.numpy.asarray(A3[0]).at[:, i], "set")(v)
+
+    with pytest.raises(tp.TranspileError, match="cannot batch `x.at\\[index\\]` with a "
+                       "batched index used other than by calling its method"):
+        tp.vmap(put)(PICKS, np.zeros((4, 4), np.float32))

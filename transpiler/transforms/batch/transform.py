@@ -40,6 +40,8 @@ from transpiler import lax
 from transpiler.transforms.common.generated import aliases
 from transpiler.codegen.disk_cache import portable_path
 
+BATCHED_AT_METHODS = AT_METHODS | {"min", "max"}  # (bt.at_update batches these too)
+
 _COMPARE = {cst.LessThan: "less", cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
             cst.GreaterThanEqual: "greater_equal", cst.Equal: "equal", cst.NotEqual: "not_equal"}
 _BITWISE = {cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
@@ -520,7 +522,8 @@ class Vectorize:
     def index(self, stmt: cst.BaseStatement, t: str, value: cst.Subscript) -> list[cst.BaseStatement]:
         base = value.value
         if isinstance(base, cst.Name) and base.value in self.at_parts:  # x.at[i]
-            return [stmt, self.line(f"{self.b(t)} = {self.dim(base)}")]
+            _, key_dims = self.key(value)
+            return [stmt, self.line(f"{self.b(t)} = bt.at_ref({self.dim(base)}, {key_dims})")]
         key, key_dims = self.key(value)
         return [self.line(f"{t}, {self.b(t)} = bt.getitem({atom_text(base)}, {self.dim(base)}, "
                           f"{key}, {key_dims})")]
@@ -557,7 +560,7 @@ class Vectorize:
         args = list(call.args)
         if kind == "method":
             receiver, method = cl.method_call(op)
-            if method in AT_METHODS and op.method_self in self.at_parts:
+            if method in BATCHED_AT_METHODS and op.method_self in self.at_parts:
                 return [self.at_update(stmt, t, op, args)]
             if method in cl.METHOD_OWN:
                 return [self.call_line(t, f"bt.ArrayMethods.{method}", [receiver, *args])]

@@ -31,12 +31,35 @@ from transpiler.primitives import shape as sp
 from transpiler.transforms.common.generated import for_jit
 
 
+class _AtRefWithBatchedIndex:
+    """The companion of ``r = x.at[i]`` with `i` batched: the update it stands for is only
+    batched as one expression (``x.at[i].set(v)``, transform.py's `at_update`); any other
+    use of `r` is an error (the index's batch would otherwise be lost)."""
+
+    def __repr__(self) -> str:
+        return "<x.at[batched index]>"
+
+
+AT_REF_WITH_BATCHED_INDEX = _AtRefWithBatchedIndex()
+
+
+def at_ref(x_dims: Any, key_dims: Any) -> Any:
+    """The companion of ``x.at[key]``: `x`'s, unless `key` is batched (see above)."""
+    return AT_REF_WITH_BATCHED_INDEX if batched(key_dims) else x_dims
+
+
 def batched(dims: Any) -> bool:
     """Whether any part of a value carries a batch axis."""
     if dims is None:
         return False
     if isinstance(dims, int):
         return True
+    if dims is AT_REF_WITH_BATCHED_INDEX:
+        raise TranspileError(
+            "vmap cannot batch `x.at[index]` with a batched index used other than by calling "
+            "its method in the same expression (getattr, or the reference stored and used "
+            "later)", user_location(), "write x.at[index].set(value) (or .add, .get, ...) "
+            "as one expression")
     if isinstance(dims, dict):
         return any(batched(d) for d in dims.values())
     return any(batched(d) for d in dims)
@@ -213,6 +236,8 @@ def getitem(x: Any, dims: Any, key: Any, key_dims: Any) -> tuple[Any, Any]:
             return front[(slice(None), *key)], 0
     if _integer_arrays(key):
         return _gather_rows(x, dims, key, key_dims), 0
+    if _slices_and_scalars(key, key_dims):
+        return _gather_scalars(x, dims, key, key_dims), 0
     # getitem's own code, batched (not `call`: its rule for getitem is this function)
     return function_call(array_getitem, (x, key), (dims, key_dims), {}, {}, None)
 
@@ -248,6 +273,48 @@ def _gather_rows(x: Any, dims: Any, key: Any, key_dims: Any) -> Any:
     return array_getitem(materialize(x, dims, size), (rows, *items))
 
 
+def _slices_and_scalars(key: Any, key_dims: Any) -> bool:
+    """`key` is a tuple of whole slices (``:``) and scalar integer indices, some batched:
+    ``x[:, i]`` with a member's `i` a scalar."""
+    if not isinstance(key, tuple) or not isinstance(key_dims, (tuple, list)):
+        return False
+    for part, d in zip(key, key_dims):
+        if isinstance(part, slice):
+            if part != slice(None) or batched(d):
+                return False
+        elif isinstance(part, bool) or not (isinstance(part, int) or hasattr(part, "dtype")
+                                            and np.dtype(part.dtype).kind in "iu"
+                                            and abstractify(part).ndim == (d is not None)):
+            return False
+    return True
+
+
+def _gather_scalars(x: Any, dims: Any, key: Any, key_dims: Any) -> Any:
+    """``x[:, i]`` with scalar indices, some batched (the result's batch axis is 0)."""
+    size = _size(((x, dims), *zip(key, key_dims)))
+    return array_getitem(materialize(x, dims, size),
+                         _scalars_as_arrays(view(x, dims).shape, key, key_dims, size))
+
+
+def _scalars_as_arrays(member: tuple, key: tuple, key_dims: Any, size: int) -> tuple:
+    """`key` (whole slices and scalars, some batched) as one advanced index of the batched
+    array: rows picking each member, each whole slice an `arange` along its own axis of
+    the result (after the batch's), each scalar one value per member."""
+    slices = [j for j, part in enumerate(key) if isinstance(part, slice)]
+    lead = (size,) + (1,) * len(slices)
+    items: list[Any] = [np.arange(size, dtype=np.int32).reshape(lead)]
+    for j, (part, d) in enumerate(zip(key, key_dims)):
+        if isinstance(part, slice):
+            t = slices.index(j)
+            items.append(np.arange(member[j], dtype=np.int32).reshape(
+                (1,) * (1 + t) + (member[j],) + (1,) * (len(slices) - t - 1)))
+        elif d is None:
+            items.append(part)
+        else:
+            items.append(sp.reshape(move_to_front(jnp.asarray(part), d), new_sizes=lead))
+    return tuple(items)
+
+
 def _static_key(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
@@ -260,7 +327,6 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
         return getitem(x, dims, key, key_dims)
     if not batched(key_dims) and _static_key(key):
         size = _size(((x, dims), (value, value_dims)))
-        from transpiler import numpy as jnp
         front = jnp.asarray(materialize(x, dims, size))
         key = key if isinstance(key, tuple) else (key,)
         if value_dims is not None:  # line the member axes up with the indexed ones
@@ -274,8 +340,21 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
             value = v
         method = "multiply" if method == "mul" else method
         return getattr(front.at[(slice(None), *key)], method)(value, **kwargs), 0
-    from transpiler.numpy.index_update import update  # a batched key: batch the update
     mode = "multiply" if method == "mul" else method
+    if _slices_and_scalars(key, key_dims) and mode in ("set", "add", "multiply", "min",
+                                                        "max"):  # x.at[:, i]
+        size = _size(((x, dims), (value, value_dims), *zip(key, key_dims)))
+        front = jnp.asarray(materialize(x, dims, size))
+        index = _scalars_as_arrays(view(x, dims).shape, key, key_dims, size)
+        v = value
+        if value_dims is not None:  # its member axes lined up after the batch's
+            v = move_to_front(value, value_dims)
+            shape = abstractify(v).shape
+            extra = sum(isinstance(p, slice) for p in key) - (len(shape) - 1)
+            if extra > 0:
+                v = sp.reshape(v, new_sizes=(shape[0], *(1,) * extra, *shape[1:]))
+        return getattr(front.at[index], mode)(v, **kwargs), 0
+    from transpiler.numpy.index_update import update  # a batched key: batch the update
     if mode not in ("set", "add", "multiply", "min", "max"):
         raise TranspileError(f"vmap cannot batch `.at[...].{method}()` with a batched index",
                              user_location(), "use .set, .add, .multiply, .min or .max")
