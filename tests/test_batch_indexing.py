@@ -146,3 +146,14 @@ def test_an_update_reference_with_a_batched_index_must_be_used_at_once() -> None
     with pytest.raises(tp.TranspileError, match="cannot batch `x.at\\[index\\]` with a "
                        "batched index used other than by calling its method"):
         tp.vmap(put)(PICKS, np.zeros((4, 4), np.float32))
+
+
+GLOBAL_ARRAY = tp.numpy.asarray(A3[0])
+
+
+def test_updates_of_a_global_array_at_batched_indices() -> None:
+    """``x.at[:, i]`` on a module-level array: vmap's transform crashed (IndexError)."""
+    got = tp.vmap(lambda i, v: GLOBAL_ARRAY.at[:, i].max(v))(PICKS, np.full((4, 4), 50.0,
+                                                                         np.float32))
+    want = np.stack([np.asarray(GLOBAL_ARRAY.at[:, int(i)].max(50.0)) for i in PICKS])
+    np.testing.assert_array_equal(np.asarray(got), want)

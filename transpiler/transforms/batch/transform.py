@@ -200,7 +200,11 @@ class Vectorize:
         if not isinstance(target, cst.Name):
             return
         if op.kind == "attribute" and op.attr == "at":
-            self.at_parts[target.value] = (op.operands[0], None, None)
+            base = assign.value.value if isinstance(assign.value, cst.Attribute) else None
+            x = op.operands[0] if op.operands else \
+                base.value if isinstance(base, cst.Name) else None  # (a global array)
+            if x is not None:
+                self.at_parts[target.value] = (x, None, None)
         elif op.kind == "index" and isinstance(assign.value, cst.Subscript) and \
                 isinstance(assign.value.value, cst.Name) and \
                 assign.value.value.value in self.at_parts:
