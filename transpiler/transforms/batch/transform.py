@@ -527,6 +527,8 @@ class Vectorize:
         base = value.value
         if isinstance(base, cst.Name) and base.value in self.at_parts:  # x.at[i]
             _, key_dims = self.key(value)
+            if key_dims.strip("()").replace("None", "").strip(", ") == "":  # unbatched key
+                return [stmt, self.line(f"{self.b(t)} = {self.dim(base)}")]
             return [stmt, self.line(f"{self.b(t)} = bt.at_ref({self.dim(base)}, {key_dims})")]
         key, key_dims = self.key(value)
         return [self.line(f"{t}, {self.b(t)} = bt.getitem({atom_text(base)}, {self.dim(base)}, "
