@@ -253,3 +253,11 @@ def test_default_dtypes_without_x64():
     out = jax.jit(lambda x: x + 1)(np.array([1.0, 2.0]))
     assert out.dtype == np.float32
     assert CompileStats.compiles + CompileStats.cache_hits > 0
+
+
+def test_a_non_array_argument_is_named_past_a_static_one():
+    def f(x, n, y):
+        return x * n
+
+    with pytest.raises(TypeError, match=r"jit\(f\): argument `y` is not an array: got str"):
+        jax.jit(f, static_argnames="n")(np.ones(2, np.float32), 2, "s")

@@ -354,9 +354,8 @@ class Jitted(Staged):
         (and the path inside it), with the hint for a method's `self` or a static value."""
         if isinstance(err, OverflowError):
             return OverflowError(f"jit({self.__name__}): argument leaf {i}: {err}")
-        dyn = [(n, a) for n, a in zip(self._param_names(len(args)), args)
-               if n not in self._static_names]
-        dyn = [pair for k, pair in enumerate(dyn) if k not in self._static_nums]
+        dyn = [(n, a) for k, (n, a) in enumerate(zip(self._param_names(len(args)), args))
+               if k not in self._static_nums]  # (static names' positions are among these)
         paths = tree_util.tree_flatten_with_path(tuple(a for _, a in dyn))[0]
         where = f"leaf {i}"
         if i < len(paths):
