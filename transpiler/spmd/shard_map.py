@@ -228,7 +228,7 @@ class ShardMapped(TransformedFunction):
         mesh = self._mesh()
         header = [f"# shard_map of {self.fname} over mesh "
                   f"{dict(mesh.shape)}: each device runs the function below on its block",
-                  f"# in_specs {_show(self.in_specs)}; out_specs {_show(self.out_specs)}"]
+                  f"# in_specs {self.in_specs!r}; out_specs {self.out_specs!r}"]
         inner = Pmapped(self.fun, mesh.axis_names[0], 0, 0, (), list(mesh.devices.flat),
                         None, self.strategy if len(mesh.axis_names) == 1 else "emulated")
         shown = per_shard_source(inner).splitlines()
@@ -343,7 +343,7 @@ class _Plan:
                 y = y[tuple(slice(None) if a in named else 0 for a in names)]
                 return merge(y, spec, self.mesh)
             leaves.append(tree_util.tree_map(one, sub))
-        return _rebuild(self.sm.out_specs, out, leaves)
+        return _rebuild(self.sm.out_specs, leaves)
 
     def split_cotangent(self, g: Any) -> Any:
         """The transpose of `join`: each output's cotangent split by its spec, the first
@@ -366,7 +366,7 @@ class _Plan:
                         y = jnp.pad(y, pad)
                 return y
             leaves.append(tree_util.tree_map(one, sub))
-        return _rebuild(self.sm.out_specs, g, leaves)
+        return _rebuild(self.sm.out_specs, leaves)
 
 
 # --- the reshapes ----------------------------------------------------------------------------
@@ -503,7 +503,7 @@ def _prefix_pairs(specs: Any, value: Any, what: str) -> list[tuple[Any, Partitio
     return list(zip(subtrees, specs_flat))
 
 
-def _rebuild(specs: Any, value: Any, subtrees: list) -> Any:
+def _rebuild(specs: Any, subtrees: list) -> Any:
     treedef = tree_util.tree_structure(specs, is_leaf=_is_spec)
     return tree_util.tree_unflatten(treedef, subtrees)
 
@@ -553,10 +553,6 @@ def _companion(dims: Any, value: Any) -> Any:
     if dims is None or isinstance(dims, int):
         return tree_util.tree_map(lambda _: dims, value, is_leaf=lambda v: v is None)
     return dims
-
-
-def _show(specs: Any) -> str:
-    return repr(specs)
 
 
 # Placing a value changes nothing the transforms see: the derivative and the batch of its

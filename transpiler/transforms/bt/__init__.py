@@ -331,13 +331,7 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
         key = key if isinstance(key, tuple) else (key,)
         if value_dims is not None:  # line the member axes up with the indexed ones
             target = ShapedArray(view(x, dims).shape, front.aval.dtype)
-            rank = len(_indexed_shape(target, key))
-            v = move_to_front(value, value_dims)
-            extra = rank - (abstractify(v).ndim - 1)
-            if extra > 0:
-                shape = abstractify(v).shape
-                v = sp.reshape(v, new_sizes=(shape[0], *(1,) * extra, *shape[1:]))
-            value = v
+            value = _batch_first(value, value_dims, len(_indexed_shape(target, key)))
         method = "multiply" if method == "mul" else method
         return getattr(front.at[(slice(None), *key)], method)(value, **kwargs), 0
     mode = "multiply" if method == "mul" else method
@@ -346,19 +340,25 @@ def at_update(x: Any, dims: Any, key: Any, key_dims: Any, method: str, value: An
         size = _size(((x, dims), (value, value_dims), *zip(key, key_dims)))
         front = jnp.asarray(materialize(x, dims, size))
         index = _scalars_as_arrays(view(x, dims).shape, key, key_dims, size)
-        v = value
         if value_dims is not None:  # its member axes lined up after the batch's
-            v = move_to_front(value, value_dims)
-            shape = abstractify(v).shape
-            extra = sum(isinstance(p, slice) for p in key) - (len(shape) - 1)
-            if extra > 0:
-                v = sp.reshape(v, new_sizes=(shape[0], *(1,) * extra, *shape[1:]))
-        return getattr(front.at[index], mode)(v, **kwargs), 0
+            value = _batch_first(value, value_dims, sum(isinstance(p, slice) for p in key))
+        return getattr(front.at[index], mode)(value, **kwargs), 0
     from transpiler.numpy.index_update import update  # a batched key: batch the update
     if mode not in ("set", "add", "multiply", "min", "max"):
         raise TranspileError(f"vmap cannot batch `.at[...].{method}()` with a batched index",
                              user_location(), "use .set, .add, .multiply, .min or .max")
     return call(update, (x, key, value, mode), (dims, key_dims, value_dims, None), {}, {})
+
+
+def _batch_first(value: Any, value_dims: int, rank: int) -> Any:
+    """A batched update's value with its batch axis first and its member axes aligned to
+    the last of the `rank` indexed axes (size-1 axes in between), as it broadcasts."""
+    v = move_to_front(value, value_dims)
+    shape = abstractify(v).shape
+    extra = rank - (len(shape) - 1)
+    if extra > 0:
+        v = sp.reshape(v, new_sizes=(shape[0], *(1,) * extra, *shape[1:]))
+    return v
 
 
 def _indexed_shape(aval: ShapedArray, key: tuple) -> tuple:
