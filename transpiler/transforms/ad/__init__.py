@@ -242,8 +242,8 @@ from transpiler.transforms.ad.calls import (  # noqa: E402,F401
     vjp_call_closure_keywords, vjp_call_keywords)
 from transpiler.transforms.ad.tangents import *  # noqa: E402,F401,F403  (JVP helpers)
 from transpiler.transforms.common.closures import (  # noqa: E402,F401  (a closure's derivative)
-    free_bars, free_bars_bar, free_params_bar, free_params_tangent, free_values, free_values_bar,
-    free_values_tangent)
+    cell_tangents, free_bars, free_bars_bar, free_names, free_params_bar, free_params_tangent,
+    free_values, free_values_bar, free_values_tangent)
 from transpiler.transforms.common.partials import (  # noqa: E402,F401  (a partial's derivative)
     bound_tangent as partial_bound_tangent, make_vjp as partial_make_vjp,
     own_bars as partial_own_bars, pair as partial_pair)

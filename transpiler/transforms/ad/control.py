@@ -6,18 +6,21 @@ functions with the transforms themselves (closures included, see common/closures
 assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
 eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
 
-Forward and reverse mode read the reverse rules marked ``@read_by(FORWARD, REVERSE)``
-(transpiler/rule_code.py): those of `cond`, `switch`, `fori_loop`, `scan`, `map` and an
-eager `while_loop`, written with loops rather than comprehensions and without
-star-arguments for it. So hessian = jacfwd(jacrev(f)) and grad(grad(f)) compose through
-them: the second derivative of a branch or body is a transform of its generated reverse
-code, inside a `cond` or `scan` again. The helpers they call that the transforms do not
+Forward and reverse mode read the rules marked ``@read_by(FORWARD, REVERSE)``
+(transpiler/rule_code.py): the reverse and forward rules of `cond`, `switch`, `fori_loop`,
+`scan`, `map` and `while_loop` (the reverse one eagerly), written with loops rather than
+comprehensions and without star-arguments for it. So hessian = jacfwd(jacrev(f)),
+grad(grad(f)), jacfwd(jacfwd(f)) and jacrev(jacfwd(f)) compose through them: the second
+derivative of a branch or body is a transform of its generated derivative code, inside a
+`cond` or `scan` again. The helpers they call that the transforms do not
 read are linear and have tangent and cotangent rules of their own (`fill`, `_where`:
 ad/helper_tangents.py, reverse/adjoints.py's linear_helper_rule) or are static
 (`_traced`); `_primal` passes its function through. A bounded `while_loop` under jit is
-read by reverse mode only (forward mode over it fails in IREE, see there); vmap reads no
-rule, and no transform reads a rule's generated derivative (a third derivative): a clear
-error (common/generated.py's `refuse_rule_code`, frontend's parse_function).
+read by reverse mode only (forward mode over it fails in IREE, see there). No transform
+reads a rule's generated derivative (a third derivative): a clear error
+(common/generated.py's `refuse_rule_code`, frontend's parse_function). vmap reads no rule:
+a vmapped function whose derivative reaches one (``vmap(hessian(f))``) is mapped member by
+member as ``lax.map`` (batch/api.py's `Vmapped.member_by_member`).
 
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
@@ -62,6 +65,7 @@ def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
     return tuple(bars), fn_bar
 
 
+@read_by(FORWARD, REVERSE)
 def _jvp(fn: Any, primals: tuple, tangents: tuple, fn_dot: Any) -> tuple[Any, Any]:
     out, out_dot = jvp_call(fn, primals, tangents, {}, fn_dot)
     return out, _filled(out_dot, out)
@@ -447,30 +451,37 @@ VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {
 
 
 # --- forward mode --------------------------------------------------------------------------
+# (Read by forward and reverse mode as the reverse rules are -- jacfwd(jacfwd(f)),
+# jacrev(jacfwd(f)) -- so written the same way: loops, one operand tuple, no star-arguments.)
 
+@read_by(FORWARD, REVERSE)
+def _branch_jvp(fn: Any, fn_dot: Any, ops_dot: tuple) -> Callable[..., Any]:
+    """A branch of the forward `cond`/`switch`: `fn`'s JVP on the operand tuple."""
+    def run(operands: tuple) -> tuple:
+        return _jvp(fn, operands, ops_dot, fn_dot)
+    return run
+
+
+@read_by(FORWARD, REVERSE)
 def cond_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    pred, true_fun, false_fun, *ops = primals
-    _, true_dot, false_dot, *ops_dot = tangents
-
-    def branch(fn: Any, fn_dot: Any) -> Callable[..., Any]:
-        return lambda *operands: _jvp(fn, operands, tuple(ops_dot), fn_dot)
-
-    return lax.cond(pred, branch(true_fun, true_dot), branch(false_fun, false_dot), *ops)
+    ops, ops_dot = tuple(primals[3:]), tuple(tangents[3:])
+    return lax.cond(primals[0], _branch_jvp(primals[1], tangents[1], ops_dot),
+                    _branch_jvp(primals[2], tangents[2], ops_dot), ops)
 
 
+@read_by(FORWARD, REVERSE)
 def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    index, branches, *ops = primals
-    _, branch_dots, *ops_dot = tangents
-    dots = list(branch_dots) if branch_dots is not None else [None] * len(branches)
+    index, branches = primals[0], primals[1]
+    ops, ops_dot = tuple(primals[2:]), tuple(tangents[2:])
+    fns = []
+    for k in range(len(branches)):
+        fns.append(_branch_jvp(branches[k], None if tangents[1] is None else tangents[1][k],
+                               ops_dot))
+    return lax.switch(index, fns, ops)
 
-    def branch(fn: Any, fn_dot: Any) -> Callable[..., Any]:
-        return lambda *operands: _jvp(fn, operands, tuple(ops_dot), fn_dot)
 
-    return lax.switch(index, [branch(f, d) for f, d in zip(branches, dots)], *ops)
-
-
+@read_by(FORWARD, REVERSE)
 def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler.transforms.ad.forward import _filled
     lower, upper, body, init = primals
     body_dot, init_dot = tangents[2], tangents[3]
 
@@ -481,23 +492,25 @@ def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return lax.fori_loop(lower, upper, step, (init, _filled(init_dot, init)))
 
 
+@read_by(FORWARD, REVERSE)
 def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler.transforms.ad.forward import _filled
-    cond_fun, body, init = primals[:3]
+    cond_fun, body, init = primals[0], primals[1], primals[2]
     body_dot, init_dot = tangents[1], tangents[2]
-    bound = {"max_iters": primals[3]} if len(primals) > 3 else {}
+    max_iters = primals[3] if len(primals) > 3 else kwargs.get("max_iters")
 
     def step(state: tuple) -> tuple:
         carry, carry_dot = state
         return _jvp(body, (carry,), (carry_dot,), body_dot)
 
     test = _primal(cond_fun)
-    return lax.while_loop(lambda state: test(state[0]), step,
-                          (init, _filled(init_dot, init)), **bound)
+
+    def running(state: tuple) -> Any:
+        return test(state[0])
+    return lax.while_loop(running, step, (init, _filled(init_dot, init)), max_iters=max_iters)
 
 
+@read_by(FORWARD, REVERSE)
 def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler.transforms.ad.forward import _filled
     f, init, xs, length, reverse = _scan_args(primals)
     f_dot = tangents[0]
     init_dot = tangents[1]
@@ -515,12 +528,14 @@ def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return (carry, ys), (carry_dot, ys_dot)
 
 
+@read_by(FORWARD, REVERSE)
 def map_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
-    from transpiler.transforms.ad.forward import _filled
     f, xs = primals
     f_dot, xs_dot = tangents
-    return lax.map(lambda pair: _jvp(f, (pair[0],), (pair[1],), f_dot),
-                   (xs, _filled(xs_dot, xs)))
+
+    def step(pair: tuple) -> tuple:
+        return _jvp(f, (pair[0],), (pair[1],), f_dot)
+    return lax.map(step, (xs, _filled(xs_dot, xs)))
 
 
 JVP_RULES: dict[str, Callable[[tuple, tuple, dict], tuple]] = {

@@ -29,6 +29,7 @@ from transpiler.transforms.ad.calls import ELEMENT
 from transpiler.primitives.jvp_template import JVPTemplate
 from transpiler.transforms.ad.templates import evaluate_jvp, template_namespace
 from transpiler.codegen import load_source
+from transpiler.rewritten import with_item
 
 
 def zeros_like_tree(value: Any) -> Any:
@@ -58,18 +59,25 @@ def _filled(tangent: Any, value: Any) -> Any:
 def unpack_tangents(tangent: Any, value: Any, n: Any) -> tuple:
     """The tangents of ``a, b, ... = value`` (a container, or an array along axis 0); for a
     nested target ``(a, b), c = value``, `n` gives each element's spec (None: a name)."""
+    # (Loops, not comprehensions: reverse mode reads this for jacrev(jacfwd(f)).)
+    out = []
     if isinstance(n, tuple):
         flat = unpack_tangents(tangent, value, len(n))
         items = list(value.values()) if isinstance(value, dict) else list(value)
-        return tuple(t if spec is None else unpack_tangents(t, v, spec)
-                     for t, v, spec in zip(flat, items, n))
+        for i in range(len(n)):
+            out.append(flat[i] if n[i] is None else unpack_tangents(flat[i], items[i], n[i]))
+        return tuple(out)
     if isinstance(value, (tuple, list, dict)):
         parts = list(value.values()) if isinstance(value, dict) else list(value)
         tangents = [None] * n if tangent is None else (
             list(tangent.values()) if isinstance(tangent, dict) else list(tangent))
-        return tuple(_filled(t, v) for t, v in zip(tangents, parts))
+        for i in range(min(len(tangents), len(parts))):
+            out.append(_filled(tangents[i], parts[i]))
+        return tuple(out)
     tangent = _filled(tangent, value)
-    return tuple(tangent[i] for i in range(n))
+    for i in range(n):
+        out.append(tangent[i])
+    return tuple(out)
 
 
 def tangents_of(tangent: Any, values: Any) -> tuple:
@@ -175,11 +183,18 @@ def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     fn_target = target(fn)
     params = [p.name for p in source_signature(fn_target).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    given = {f"{n}{suffix}": t for n, t in zip(params, tangents) if t is not None}
+    # (Loops over indices, not comprehensions or dict.update: the transforms read this
+    # code for the derivatives of control-flow rules, jacfwd(jacfwd(f)) through a scan.)
+    given: dict = {}
+    for i in range(min(len(params), len(tangents))):
+        if tangents[i] is not None:
+            given = with_item(given, f"{params[i]}{suffix}", tangents[i])
     star = star_name(fn_target)
     if star in active:  # the rest go to *args: one tuple of tangents
-        given[f"{star}{suffix}"] = tuple(tangents[len(params):])
-    given.update({f"{k}{suffix}": d for k, d in kwargs_dot.items()})
+        given = with_item(given, f"{star}{suffix}", tuple(tangents[len(params):]))
+    keys = list(kwargs_dot)
+    for i in range(len(keys)):
+        given = with_item(given, f"{keys[i]}{suffix}", kwargs_dot[keys[i]])
     return for_jit(generated)(*primals, **kwargs, **given)
 
 

@@ -46,6 +46,7 @@ RULES: dict[str, Rule] = {
     "closure_free_values": lambda t, x, d: f"ad.free_values_tangent({d[0]}, {d[1]}, {x[0]}, "
                                            f"{x[1]})",
     "closure_free_bars": lambda t, x, d: f"ad.free_bars({x[0]}, {d[1]}, {x[2]})",
+    "closure_cell_tangents": lambda t, x, d: f"ad.cell_tangents({x[0]}, {d[1]})",
     # a partial's derivative: its bound arguments' (common/partials.py)
     "partial_bound": lambda t, x, d: f"ad.partial_bound_tangent({x[0]}, {d[0]}, {d[1]}, "
                                      f"{d[2]}, {x[1]})",

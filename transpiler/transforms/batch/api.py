@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional
 from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
-from transpiler.transforms.common.generated import TransformedFunction, at_creation, refuse_rule_code
+from transpiler.transforms.common.generated import (TransformedFunction, UnreadRule, at_creation,
+                                                    refuse_rule_code)
 from transpiler.transforms.common.arguments import positional_names
 from transpiler.tree_util._registry import node_children, sequence_like
 from transpiler.codegen import disk_cache
@@ -26,7 +27,8 @@ from transpiler.primitives import shape as sp
 from transpiler.transforms.common import closures
 from transpiler.primitives.batching import move_to_front
 from transpiler.transforms.common.generated import primitive_function
-from transpiler import tree_util
+from transpiler import lax, tree_util
+from transpiler import numpy as jnp
 from transpiler.codegen import emit_text
 from transpiler.transforms.common.arguments import as_arrays
 from transpiler.transforms.common.generated import target
@@ -134,11 +136,34 @@ class Vmapped(TransformedFunction):
             bt.AXES.append(((self.axis_name, size),))
             try:
                 out, out_dims = bt.call(self.fun, args, dims, kwargs, kwdims)
+            except UnreadRule:
+                if self.axis_name is not None or bt.AXES[:-1]:
+                    raise  # (collectives over the batch need it batched as one)
+                out, out_dims = self.member_by_member(args, dims, kwargs, kwdims, size), 0
             finally:
                 bt.AXES.pop()
             return place(out, out_dims, self.out_axes, size, self.fname)
         except Exception as error:
             raise filtered(error)  # noqa: B904 (the user's frames: transpiler/tracebacks.py)
+
+    def member_by_member(self, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
+                         size: int) -> Any:
+        """`f` run once per batch member, as ``lax.map`` (one loop under jit), its outputs
+        stacked on axis 0: the batching of a derivative through lax control flow that vmap
+        does not read (a second derivative's rule, ``vmap(hessian(f))``), exact and slower."""
+        from transpiler.transforms.bt.structural import full_dims  # (it imports this module)
+        leaves, tree = tree_util.tree_flatten((args, kwargs))
+        leaf_dims = [d.dim for d in tree.flatten_up_to(full_dims((args, kwargs), (dims, kwdims)))]
+        mapped = [i for i, d in enumerate(leaf_dims) if d is not None]
+
+        def member(xs: Any) -> Any:
+            parts = list(leaves)
+            for i, x in zip(mapped, xs[1]):
+                parts[i] = x
+            member_args, member_kwargs = tree.unflatten(parts)
+            return self.fun(*member_args, **member_kwargs)
+        fronts = tuple(move_to_front(leaves[i], leaf_dims[i]) for i in mapped)
+        return lax.map(member, (jnp.arange(size), fronts))
 
     def axes_for(self, args: tuple) -> Any:
         """The in_axes of a call with `args` (pmap unmaps its static arguments)."""

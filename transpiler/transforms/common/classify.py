@@ -312,6 +312,9 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.free_values): "closure_free_values",
                               id(closures.free_bars): "closure_free_bars",
                               id(closures.free_names): "static",
+                              id(closures.cell_tangents): "closure_cell_tangents",
+                              id(closures.given_names): "static",
+                              id(closures.tangent_suffix): "static",
                               id(closures.arg_names): "static",
                               id(generated.closed_over): "pass",  # (its derivative: fn's)
                               id(generated.converted): "static",

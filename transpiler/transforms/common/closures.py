@@ -21,6 +21,7 @@ from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward.api import jvp_function
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.generated import for_jit
+from transpiler.rewritten import with_item
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 _PARSED: dict[Any, Any] = {}
@@ -154,17 +155,6 @@ def arg_names(fn: Any, count: int) -> list[str]:
     return names[:count]
 
 
-def _keyword_dots(names: list[str], dots: list, suffix: str, star: Optional[str]) -> dict:
-    """The tangent keywords of a generated jvp: one per parameter, a tuple for ``*args``."""
-    given: dict[str, Any] = {}
-    for n, d in zip(names, dots):
-        if n == star:  # *args: every argument's tangent, zeros as None
-            given.setdefault(f"{n}{suffix}", tuple(dd for m, dd in zip(names, dots) if m == n))
-        elif d is not None:
-            given[f"{n}{suffix}"] = d
-    return given
-
-
 def closure_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple[tuple, Optional[dict]]:
     """Cotangents of ``fn(*args, **kwargs)`` with output cotangent `g` for closure `fn`:
     one per positional argument, and the dict of its closure's (None: nothing flowed)."""
@@ -253,16 +243,50 @@ def closure_jvp(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
                 fn_dot: Optional[dict], kwargs_dot: Optional[dict] = None) -> tuple[Any, Any]:
     """``(out, out_dot)`` of ``fn(*primals, **kwargs)`` for closure `fn` whose closed-over
     values have the tangents in `fn_dot` (and its keyword arguments those in `kwargs_dot`)."""
+    # (Loops over indices and helpers with rules, not comprehensions or in-place dict
+    # updates: the transforms read this code for jacrev(jacfwd(f)) through a lax loop.)
     free = closure_params(fn)
-    names = [n for n, _ in free] + arg_names(fn, len(primals)) + list(kwargs_dot or {})
-    values = [v for _, v in free] + list(primals)
-    dots = [(fn_dot or {}).get(n) for n, _ in free] + list(tangents) + list(
-        (kwargs_dot or {}).values())
-    active = frozenset(n for n, d in zip(names, dots) if d is not None)
+    keywords = kwargs_dot or {}
+    keys = list(keywords)
+    names = free_names(free) + arg_names(fn, len(primals)) + keys
+    values = free_values(free, primals)
+    dots = []
+    cells = cell_tangents(free, fn_dot)
+    for i in range(len(cells)):
+        dots.append(cells[i])
+    for i in range(len(tangents)):
+        dots.append(tangents[i])
+    for i in range(len(keys)):
+        dots.append(keywords[keys[i]])
+    active = given_names(names, dots)
     if not active:
         return fn(*primals, **kwargs), None
     generated = closure_jvp_function(fn, active)
-    suffix = getattr(generated, "tangent_suffix", "_dot")
-    from transpiler.transforms.common.signature import star_name
-    return for_jit(generated)(*values, **kwargs,
-                              **_keyword_dots(names, dots, suffix, star_name(fn)))
+    suffix = tangent_suffix(generated)
+    star = star_name(fn)
+    given: dict[str, Any] = {}
+    star_dots = []  # *args: every argument's tangent, zeros as None
+    for i in range(len(names)):
+        if names[i] == star:
+            star_dots.append(dots[i])
+        elif dots[i] is not None:
+            given = with_item(given, f"{names[i]}{suffix}", dots[i])
+    if star in names:
+        given = with_item(given, f"{star}{suffix}", tuple(star_dots))
+    return for_jit(generated)(*values, **kwargs, **given)
+
+
+def cell_tangents(free: list, fn_dot: Optional[dict]) -> list:
+    """The tangents of `closure_params`' cells, in order, from `fn`'s (the dict of its
+    cells'); None where none is given. (Linear: its transpose is `free_bars`.)"""
+    return [None if fn_dot is None else fn_dot.get(n) for n, _ in free]
+
+
+def given_names(names: list, dots: list) -> frozenset:
+    """The names whose tangents are given (static)."""
+    return frozenset(n for n, d in zip(names, dots) if d is not None)
+
+
+def tangent_suffix(generated: Any) -> str:
+    """The suffix of a generated jvp's tangent keywords (static)."""
+    return getattr(generated, "tangent_suffix", "_dot")

@@ -436,7 +436,7 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
 # ``_where(keep, new, old)`` splits it; a closure's derivative helpers
 # (common/closures.py) pass it between the dict of its cells' and their list.
 LINEAR_HELPERS = ("control_fill", "control_where", "closure_free_params",
-                  "closure_free_values", "closure_free_bars")
+                  "closure_free_values", "closure_free_bars", "closure_cell_tangents")
 
 
 def linear_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.BaseStatement]:
@@ -463,6 +463,9 @@ def linear_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.Base
             flow(names[1], "ad.free_values_bar({f}, {b})[1]", f=args[0].value)
     elif kind == "closure_free_bars":
         flow(names[1], "ad.free_bars_bar({f}, {b})", f=args[0].value)
+    elif kind == "closure_cell_tangents":
+        flow(names[1], "ad.free_bars({f}, {b}, frozenset(ad.free_names({f})))",
+             f=args[0].value)
     return out
 
 
