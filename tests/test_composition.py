@@ -355,6 +355,52 @@ def test_vmap_of_hessian_keeps_in_and_out_axes():
     _close(got, want, tol=1e-5)
 
 
+# --- derivatives inside batched functions: a physics-informed network's residual --------------
+def _network(np_):
+    def u(params, x):  # a scalar input made a vector, as PINN code writes it
+        h = np_.array([x])
+        for w, b in params[:-1]:
+            h = np_.tanh(h @ w + b)
+        w, b = params[-1]
+        return (h @ w + b)[0]
+    return u
+
+
+_PINN_PARAMS = [(_rng.standard_normal((1, 6)).astype(np.float32),
+                 _rng.standard_normal(6).astype(np.float32) * 0.1),
+                (_rng.standard_normal((6, 1)).astype(np.float32) * 0.3,
+                 np.zeros(1, np.float32))]
+
+
+def test_residual_with_second_derivatives_batched_over_points():
+    """``vmap(residual)`` where the residual takes ``grad(grad(u, 1), 1)`` of a network
+    that stacks its scalar input (``jnp.array([x])``): the second derivative was 0."""
+    u = _network(jnp)
+    uxx = jax.grad(jax.grad(u, argnums=1), argnums=1)
+    xs = np.linspace(-1, 1, 5).astype(np.float32)
+    got = jax.vmap(uxx, in_axes=(None, 0))(_PINN_PARAMS, xs)
+    eps = 1e-2
+    ux = jax.grad(u, argnums=1)
+    want = [(float(ux(_PINN_PARAMS, np.float32(x + eps))) -
+             float(ux(_PINN_PARAMS, np.float32(x - eps)))) / (2 * eps) for x in xs]
+    _close(got, want, tol=2e-3)
+    _close(jax.jit(jax.vmap(uxx, in_axes=(None, 0)))(_PINN_PARAMS, xs), got, tol=1e-5)
+
+
+def _penalty(x):
+    return jnp.sum(jax.grad(lambda v: jnp.sum(v ** 4 - v ** 2))(x) ** 2)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vmap_of_grad_of_a_function_that_takes_a_gradient(jit):
+    """``vmap(grad(f))`` where f calls ``grad(g)`` itself (a gradient penalty): the batched
+    reverse mode of a call of a grad object was 'not supported'."""
+    batched = jax.vmap(jax.grad(_penalty))
+    got = jax.jit(batched)(X) if jit else batched(X)
+    # d/dx sum((4x^3 - 2x)^2) = 2 (4x^3 - 2x)(12x^2 - 2)
+    _close(got, 2 * (4 * X ** 3 - 2 * X) * (12 * X ** 2 - 2), tol=1e-4)
+
+
 def test_second_order_forms_through_control_flow_against_jax():
     jax_ = pytest.importorskip("jax")
     jjnp = pytest.importorskip("jax.numpy")

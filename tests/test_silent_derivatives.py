@@ -305,9 +305,135 @@ def test_second_derivatives_through_values_saved_on_some_paths(fn, x):
                     - np.asarray(g(np.asarray(x64 - eps * e, F32)), np.float64)) / (2 * eps)
                    for e in basis]).reshape(np.shape(tp.hessian(fn)(x)))
     np.testing.assert_allclose(np.asarray(tp.hessian(fn)(x)), fd, rtol=2e-3, atol=2e-3)
+    if fn is _branch_in_loop:  # (reverse over reverse; map's is an error, see the note)
+        np.testing.assert_allclose(np.asarray(tp.jacrev(g)(x)), fd, rtol=2e-3, atol=2e-3)
     batch = np.stack([x, 0.5 * x - 0.25])  # vmap(grad): the tape's batch axes (once lost)
     np.testing.assert_allclose(np.asarray(tp.vmap(g)(batch)),
                                np.stack([np.asarray(g(b)) for b in batch]), rtol=1e-5, atol=1e-6)
+
+
+# --- a loop's variables across iterations, and second derivatives through list building -------
+
+def _previous_iteration(x):
+    total = 0.0
+    for i in range(3):
+        if i > 0:
+            total = total + prev * x  # noqa: F821 (the value the previous iteration left)
+        prev = jnp.sin(x * (i + 1))
+    return total
+
+
+def _first_iteration_starts(x):
+    for i in range(3):
+        if i == 0:
+            h = jnp.sin(x)
+        else:
+            h = jnp.sin(h) * x  # (JAX's README MLP with its first layer apart)
+    return h
+
+
+def _read_in_the_other_branch(x):
+    acc = x
+    for i in range(4):
+        if i % 2 == 0:
+            t = jnp.sin(acc) * x
+        else:
+            acc = acc + t * t  # t from an earlier iteration's other branch
+    return acc
+
+
+def _list_built_in_branches(x):
+    parts = []
+    for i in range(3):
+        if i > 0:
+            t = jnp.sin(x * i)
+            parts.append(t)
+        else:
+            parts.append(x)
+    return jnp.sum(jnp.stack(parts))
+
+
+LOOPS_ACROSS_ITERATIONS = [_previous_iteration, _first_iteration_starts,
+                           _read_in_the_other_branch, _list_built_in_branches]
+
+
+def _value_differences(fn, x, eps=1e-3):
+    return (float(fn(F32(x + eps))) - float(fn(F32(x - eps)))) / (2 * eps)
+
+
+@pytest.mark.parametrize("fn", LOOPS_ACROSS_ITERATIONS)
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_variable_first_assigned_in_a_loop_carries_its_derivative_across_iterations(fn, jit):
+    """A name first assigned inside a loop and read in a later iteration before it is
+    assigned again (``prev``; ``h`` set on the first iteration) was not carried: its
+    cotangent never reached the earlier iteration (a wrong gradient, no error; 1.35 for
+    1.64), and reverse over reverse of such loops read an unassigned cotangent (a crash).
+    Under jit, vmap of a second derivative through a loop was 0: the tape's entries read
+    ``locals()`` of a converted branch, not the function's."""
+    g = tp.jit(tp.grad(fn)) if jit else tp.grad(fn)
+    for x in (0.3, -0.8):
+        np.testing.assert_allclose(float(g(F32(x))), _value_differences(fn, x), rtol=2e-3,
+                                   atol=2e-3)
+        want = _value_differences(tp.grad(fn), x)
+        second = tp.jit(tp.grad(tp.grad(fn))) if jit else tp.grad(tp.grad(fn))
+        np.testing.assert_allclose(float(second(F32(x))), want, rtol=5e-3, atol=5e-3)
+        np.testing.assert_allclose(float(tp.hessian(fn)(F32(x))), want, rtol=5e-3, atol=5e-3)
+    xs = np.array([0.3, -0.8], F32)
+    loop = [float(tp.grad(tp.grad(fn))(x)) for x in xs]
+    for batched in (tp.vmap(tp.grad(tp.grad(fn))), tp.vmap(tp.hessian(fn))):
+        np.testing.assert_allclose(np.asarray(tp.jit(batched)(xs) if jit else batched(xs)),
+                                   loop, rtol=1e-4, atol=1e-5)
+
+
+def _rnn_total(w):
+    total = 0.0
+    h = jnp.zeros(3)
+    for t in range(4):
+        h = jnp.tanh(h * w + t)
+        total = total + jnp.sum(h)
+    return total
+
+
+def _nested_loops_output(w):
+    acc = w
+    for i in range(2):
+        for j in range(3):
+            acc = jnp.sin(acc) + w
+    return acc
+
+
+@pytest.mark.parametrize("fn", [_rnn_total, _nested_loops_output, *LOOPS_ACROSS_ITERATIONS])
+def test_value_and_grad_returns_the_value_a_loop_computed(fn):
+    """value_and_grad of a function returning a loop's variable returned that variable's
+    first value (0.0 for a loss summed in a loop): the backward loop rebinds the names its
+    tape saved, and the output was read after it."""
+    x = F32(0.7)
+    for transform in (tp.value_and_grad, lambda f: tp.jit(tp.value_and_grad(f))):
+        value, grad = transform(fn)(x)
+        np.testing.assert_allclose(float(value), float(fn(x)), rtol=1e-6)
+        np.testing.assert_allclose(float(grad), float(tp.grad(fn)(x)), rtol=1e-5)
+    np.testing.assert_allclose(float(tp.vjp(fn, x)[0]), float(fn(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: jnp.sum(jnp.sin(jnp.stack([x]))),
+    lambda x: jnp.sum(jnp.sin(jnp.stack([x, 2.0 * x]))),
+    lambda x: jnp.sum(jnp.sin(jnp.array([x, x * x]))),
+    lambda x: jnp.sum(jnp.sin(jnp.array([[x], [x * x]]))),
+    lambda x: jnp.sum(jnp.sin(jnp.concatenate([jnp.expand_dims(x, 0), jnp.ones(1) * x]))),
+    lambda x: jnp.sum(jnp.sin(tp.lax.concatenate([jnp.reshape(x, (1,)),
+                                                  jnp.reshape(x * x, (1,))], 0))),
+], ids=["stack-one", "stack", "array", "array-nested", "concatenate", "lax.concatenate"])
+def test_reverse_over_reverse_through_joining(fn):
+    """grad(grad(f)) through concatenate's VJP (a list built by unpacking a tuple, whose
+    appends reverse mode did not follow) was 0: every stack, jnp.array of traced values and
+    concatenate dropped the second derivative."""
+    for x in (0.4, -1.1):
+        want = _value_differences(tp.grad(fn), x)
+        np.testing.assert_allclose(float(tp.grad(tp.grad(fn))(F32(x))), want, rtol=5e-3,
+                                   atol=5e-3)
+        np.testing.assert_allclose(float(tp.jit(tp.grad(tp.grad(fn)))(F32(x))), want,
+                                   rtol=5e-3, atol=5e-3)
 
 
 # --- found by the hypothesis programs' second-order checks (crashes, once) ----------------------

@@ -36,7 +36,7 @@ def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any
     if _is_ours(a):
         # our arrays, tracers and device arrays (jit's results) as they are
         return a if target is None or a.dtype == target else astype(a, target)
-    if isinstance(a, (list, tuple)) and any(_is_ours(e) for e in _flat(a)):
+    if holds_ours(a):
         return _stack_nested(a, target)  # (differentiable: its elements are stacked)
     if isinstance(a, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         aval = abstractify(a, 0, "asarray")
@@ -49,6 +49,13 @@ def asarray(a: Any, dtype: Any = None, order: Optional[str] = None, *, copy: Any
 def _is_ours(x: Any) -> bool:
     """An array of ours, a tracer or a device array: a value a derivative may flow in."""
     return isinstance(x, core.Tracer) or hasattr(x, "aval") or hasattr(x, "block_until_ready")
+
+
+def holds_ours(a: Any) -> bool:
+    """Whether a list or tuple holds (at any depth) an array of ours: one to stack,
+    differentiably, rather than a constant. (Static to the transforms: a fact of the
+    elements' types, the same for every member of a vmapped batch.)"""
+    return isinstance(a, (list, tuple)) and any(_is_ours(e) for e in _flat(a))
 
 
 def from_numpy(a: Any, dtype: Any = None) -> np.ndarray:

@@ -95,7 +95,8 @@ def slice_axis(g: Any, start: int, stop: int, axis: int) -> Any:
 
 def split_concatenated(g: Any, xs: Sequence[Any], axis: int) -> list[Any]:
     """concatenate's adjoint: the piece of `g` each operand of `xs` became."""
-    pieces, start = [], 0
+    pieces = []  # (built here: reverse mode follows the appends, for second derivatives)
+    start = 0
     for x in xs:
         stop = start + abstractify(x).shape[axis]
         pieces.append(cast_like(slice_axis(g, start, stop, axis), x))

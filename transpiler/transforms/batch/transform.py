@@ -316,8 +316,10 @@ class Vectorize:
         defined = cl.defined_names(op, self.name_tuples)
         if defined is not None and targets[0] in self.batched:  # the names' batch axes
             defined_dims = tuple(self.b(n) if n in self.batched else "" for n in defined)
-            scope = op.operands[0]
-            return [stmt, self.line(f"{self.b(targets[0])} = ad.defined({scope}, {defined_dims!r})")]
+            # (locals() in the call itself: autograph reads the names only from that form,
+            # and a converted branch's scope is its own)
+            return [self.line(f"{targets[0]} = ad.defined(locals(), {tuple(defined)!r})"),
+                    self.line(f"{self.b(targets[0])} = ad.defined(locals(), {defined_dims!r})")]
         reads = [n for n in cl.names_in(assign.value) if n in self.batched]
         if not reads and not _always(self.op_of(assign)):
             if isinstance(assign.value, cst.List) and targets[0] in self.batched:

@@ -23,7 +23,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms.common import closures
 from transpiler.transforms.common import traced
-from transpiler.transforms.common.generated import closed_over, target
+from transpiler.transforms.common.generated import TransformedFunction, closed_over, target
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.reverse.generate import vjp_function
@@ -288,6 +288,8 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
     f = calls.unstaged(f)
     if g is not None and _carries_closure(f):  # its code, its closed-over values first
         return _closure_vjp(f, f_dims, call_args, a_dims, call_kwargs, k_dims, g, g_dims)[:2]
+    if isinstance(f, TransformedFunction) and not bt.batched(f_dims):
+        f = target(f)  # grad(u) (a PINN's residual): its generated code, differentiated again
     if g is None or bt.batched(f_dims):
         if g is None:
             return (None,) * len(call_args), None

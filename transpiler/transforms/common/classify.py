@@ -90,6 +90,7 @@ def _static_functions() -> frozenset:
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
                       lax.stop_gradient, calls.vjp_rule, vjp_function,
                       creation.from_numpy,  # (NumPy's values in: constants)
+                      creation.holds_ours,
                       forward_api.jvp_function, runtime_helpers.differentiable_value,
                       forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
                       runtime_helpers.is_scalar, rewritten.sort_order, calls.unbound,

@@ -85,6 +85,56 @@ def loop_assigned(stmt: cst.CSTNode) -> set[str]:
     return names
 
 
+def upward_exposed(body: Sequence[cst.BaseStatement]) -> set[str]:
+    """The names a loop body reads, on some path through one iteration, before assigning
+    them: values an earlier iteration left (``if i > 0: total += prev`` ... ``prev = v``)."""
+    exposed: set[str] = set()
+    _exposed(body, set(), exposed)
+    return exposed
+
+
+def _exposed(body: Sequence[cst.BaseStatement], assigned: set[str], exposed: set[str]) -> set[str]:
+    """Add to `exposed` the names `body` reads before `assigned` or its own assignments
+    hold them; return the names assigned on every path through it."""
+    def read(node: cst.CSTNode) -> None:
+        exposed.update(n for n in names_in(node) if n not in assigned)
+
+    for stmt in body:
+        if isinstance(stmt, cst.If):
+            read(stmt.test)
+            taken = _exposed(cast(cst.IndentedBlock, stmt.body).body, set(assigned), exposed)
+            orelse = stmt.orelse
+            other = [] if orelse is None else [orelse] if isinstance(orelse, cst.If) else \
+                cast(cst.IndentedBlock, orelse.body).body
+            assigned |= taken & _exposed(other, set(assigned), exposed)
+        elif isinstance(stmt, (cst.For, cst.While)):  # (it may run no iteration)
+            read(stmt.iter if isinstance(stmt, cst.For) else stmt.test)
+            inner = set(assigned)
+            if isinstance(stmt, cst.For):
+                inner.update(assigned_names(stmt.target))
+            _exposed(cast(cst.IndentedBlock, stmt.body).body, inner, exposed)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets: list[str] = []
+                if isinstance(small, cst.Assign):
+                    read(small.value)
+                    for t in small.targets:
+                        if _binds_names_only(t.target):
+                            targets += assigned_names(t.target)
+                        else:  # x[i] = v, x.a = v: reads x
+                            read(t.target)
+                elif isinstance(small, cst.AugAssign):
+                    read(small.target)
+                    read(small.value)
+                    targets = assigned_names(small.target)
+                else:
+                    read(small)
+                assigned.update(targets)
+        else:
+            read(stmt)
+    return assigned
+
+
 class SSA:
     """Renames a function body; `origin` maps every new statement to the one it came from."""
 
@@ -203,6 +253,10 @@ class SSA:
         carried: dict[str, str] = {}
         target = stmt.target.value if isinstance(stmt, cst.For) and \
             isinstance(stmt.target, cst.Name) else None
+        # A name first assigned inside the loop but read, in some iteration, before it is
+        # assigned there holds the value an earlier iteration left: carried as well, from
+        # None (what no iteration assigned yet).
+        exposed = upward_exposed(cast(cst.IndentedBlock, stmt.body).body) - set(defined)
         for name in sorted(loop_assigned(stmt)):
             if name == target:
                 carried[name] = self.fresh(name) if name in defined else name
@@ -211,6 +265,9 @@ class SSA:
                 value = f"ad.defined(locals(), ({env[name]!r},))[0]" \
                     if env[name] in self.maybe_unassigned else env[name]
                 before.append(cst.parse_statement(f"{carried[name]} = {value}"))
+            elif name in exposed:
+                carried[name] = self.fresh(name)
+                before.append(cst.parse_statement(f"{carried[name]} = None"))
             else:
                 carried[name] = name
         self.taken.update(carried.values())
@@ -219,7 +276,8 @@ class SSA:
         body_env = dict(head)
         # Names first defined inside the loop keep their names (nothing reads them before
         # they are assigned in an iteration); the others are carried.
-        body_defined = set(defined) | {carried[n] for n in carried if n in defined}
+        body_defined = set(defined) | {carried[n] for n in carried if n in defined} | \
+            {n for n in carried if n in exposed}
         body = self.body(list(cast(cst.IndentedBlock, stmt.body).body), body_env, body_defined)
         copies: list[cst.BaseStatement] = []
         for name, name_c in carried.items():
@@ -247,6 +305,7 @@ class SSA:
 
     def branch(self, stmt: cst.If, env: dict[str, str], defined: set[str]) -> list[cst.BaseStatement]:
         test = rename(stmt.test, env)
+        entry = {n: v for n, v in env.items() if n not in defined}  # (a loop's own names)
         envs, bodies, defs = [], [], []
         blocks: list[Sequence[cst.BaseStatement]] = [cast(cst.IndentedBlock, stmt.body).body]
         orelse = stmt.orelse
@@ -271,7 +330,9 @@ class SSA:
                 continue
             joined = self.fresh(name)
             for body, version in zip(bodies, versions):
-                if version in self.maybe_unassigned:  # first assigned in a loop that may not run
+                # first assigned in a loop that may not run, or on the other path of this
+                # branch inside a loop (unassigned here before that path first ran)
+                if version in self.maybe_unassigned or entry.get(name) == version:
                     self.maybe_unassigned.add(joined)
                     body.append(cst.parse_statement(
                         f"{joined} = ad.defined(locals(), ({version!r},))[0]"))

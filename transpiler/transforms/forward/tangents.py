@@ -50,7 +50,8 @@ def tangent_of(gen: ForwardAD, stmt: cst.BaseStatement, assign: cst.Assign) -> l
     defined = cl.defined_names(op, gen.activity.name_tuples)
     if defined is not None:  # the tangents of the names, where they were assigned
         defined_dots = tuple(gen.dot(n) if n in gen.activity.active else "" for n in defined)
-        return [stmt, gen.line(f"{gen.dot(t)} = ad.defined({op.operands[0]}, {defined_dots!r})")]
+        return [gen.line(f"{t} = ad.defined(locals(), {tuple(defined)!r})"),  # (see batch's)
+                gen.line(f"{gen.dot(t)} = ad.defined(locals(), {defined_dots!r})")]
     if not (any(n in gen.activity.active for n in cl.reads(op)) and cl.propagates(op)):
         return [stmt, gen.line(f"{gen.dot(t)} = ad.zeros_like_tree({t})")]
     if gen.activity.definitions.get(t) in ("at", "at_index"):  # x.at, x.at[i]: see at_rule

@@ -44,6 +44,16 @@ def adjoint_of(gen: Any, stmt: cst.BaseStatement, assign: cst.Assign) -> list[cs
     op = gen.op_of(assign)
     if op.kind == "copy":
         return gen.accumulate(op.operands[0], bar)
+    defined = cl.defined_names(op, gen.name_tuples)
+    if defined is not None:  # ad.defined(locals(), names): each name's entry of the tuple
+        flows: list[cst.BaseStatement] = []
+        for k, name in enumerate(defined):
+            if name not in gen.versions:  # (renamed here: the string no longer names it)
+                raise gen.error(stmt, f"internal: a tape entry reads `{name}`, which this "
+                                "reverse pass renamed; its derivative cannot be followed")
+            flows += gen.accumulate(name, parse_template_expression(
+                "ad.item({g}, {k})", g=bar, k=cst.Integer(str(k))))
+        return flows
     if op.kind == "index":
         array = value.value.value  # type: ignore[attr-defined]
         index = parse_template_expression(index_text(value))  # type: ignore[arg-type]

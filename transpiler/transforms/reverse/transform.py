@@ -124,6 +124,7 @@ class ReverseAD:
         self.ssa = SSA(self.local_names)
         env = {p: p for p in self.params}
         forward = self.ssa.body(body[:-1], env, set(self.params))
+        self.versions = set(self.params) | _all_assigned(forward)  # (the names after SSA)
         if self.ssa.late_bound:
             closure, name = self.ssa.late_bound[0]
             what = "the lambda" if closure.name.value.startswith("_lambda") else \
@@ -140,11 +141,16 @@ class ReverseAD:
             else None
         self.active: set[str] = set(self.active_params)
         self.active_statements: set[cst.Assign] = set()
+        self.name_tuples: dict[str, list[str]] = {}  # _t = ("a", "b"): the names ad.defined reads
         self.closures: dict[cst.FunctionDef, list[str]] = {}  # nested def -> what it reads
         self.definitions: dict[str, cst.Assign] = {}
         self.refused: dict[cst.BaseStatement, TranspileError] = {}  # errors where reached
         self.analyze(forward)
+        self.mutated: set[str] = set()  # containers a refused (library) mutation changed
         self.refuse_mutations(forward)
+        if self.mutated - self.active:  # what they flow into reaches the refused statement:
+            self.active |= self.mutated  # an error if that path runs, never a dropped term
+            self.analyze(forward)
         self.tapes: dict[cst.CSTNode, tuple[str, list[str], list[tuple[str, str]]]] = {}
         forward = self.add_tapes(forward)
         backward: list[cst.BaseStatement] = []
@@ -169,6 +175,14 @@ class ReverseAD:
             backward.append(parse_template_statement(
                 "ad.seed(" + self.out_bar + ", {out}, has_aux={aux})",
                 out=cst.Name(out_name), aux=cst.Name(str(self.has_aux))))
+        if out_name is not None and out_name in self.active and any(
+                out_name in _taped_names(saved) for _, saved, _ in self.tapes.values()):
+            # a loop's backward pass rebinds the names its tape saved: the output is read
+            # before (value_and_grad returned the loop variable's first value)
+            kept = self.tmp("out")
+            backward.insert(0, parse_template_statement("{k} = {o}", k=cst.Name(kept),
+                                                        o=cst.Name(out_name)))
+            out_name = kept
         result = self.return_statement(out_name, out_expr)
         if self.renamed:  # the function's own globals use `ad`, `jnp` ... for other things
             renamer = RenameModules(self.renamed)
@@ -289,6 +303,7 @@ class ReverseAD:
                 if self.user_code:
                     raise err
                 self.refused[stmt] = err  # the library's: an error if that path runs
+                self.mutated.add(receiver)
 
     # --- activity analysis -------------------------------------------------------------
     def analyze(self, stmts: list[cst.BaseStatement]) -> None:
@@ -321,6 +336,15 @@ class ReverseAD:
                     self.definitions[t.target.value] = assign
             op = self.op_of(assign)
             target = assign.targets[0].target
+            strings = cl.string_tuple(assign.value)
+            if isinstance(target, cst.Name) and strings is not None:
+                self.name_tuples[target.value] = strings
+            defined = cl.defined_names(op, self.name_tuples)
+            if defined is not None:  # ad.defined(locals(), names): a tape's entry (generated
+                if any(n in self.active for n in defined):  # code): active through the names
+                    self.active_statements.add(assign)
+                    self.active.update(assigned_names(target))
+                continue
             source = self.definitions.get(assign.value.value) \
                 if isinstance(assign.value, cst.Name) else None
             if isinstance(target, (cst.Tuple, cst.List)) and isinstance(source, cst.Assign) \
@@ -507,8 +531,9 @@ class ReverseAD:
             target = stmt.target.value if isinstance(stmt, cst.For) and \
                 isinstance(stmt.target, cst.Name) else None
             always = {v for n, v in carried.items() if v != n or n == target}  # defined before
-            saved = sorted(always | top)
-            maybe = sorted(_all_assigned(core) - top - set(saved))
+            scopes = _scope_names(core)  # `_t = locals()` (for ad.defined): never taped
+            saved = sorted((always | top) - scopes)
+            maybe = sorted(_all_assigned(core) - top - set(saved) - scopes)
             tape = self.tmp("tape")
             items = ", ".join(saved)
             if maybe:  # assigned only on some paths through the body: saved when they exist
@@ -672,3 +697,29 @@ def _rewrite_blocks(stmt: Any, built: set[str], alias: str, locations: dict) -> 
         locations[new] = locations[stmt]
     return new
 
+
+def _scope_names(stmts: list[cst.BaseStatement]) -> set[str]:
+    """The names assigned ``locals()`` in `stmts` (at any depth): the scope a tape entry's
+    ``ad.defined(scope, names)`` reads, which holds the tape itself."""
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            value = node.value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and \
+                    value.func.value == "locals" and not value.args:
+                for t in node.targets:
+                    names.update(assigned_names(t.target))
+
+    for stmt in stmts:
+        stmt.visit(Collect())
+    return names
+
+
+def _taped_names(saved: list[str]) -> set[str]:
+    """The names a tape entry binds again when the backward loop unpacks it (`saved`
+    holds names, and ``"(a, b,)"`` for the values assigned on some paths only)."""
+    names: set[str] = set()
+    for item in saved:
+        names.update(n.strip() for n in item.strip("()").split(",") if n.strip())
+    return names
