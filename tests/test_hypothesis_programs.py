@@ -325,6 +325,12 @@ def _check_finite_differences(program, fn) -> list[tuple[str, str]]:
         except Exception as exc:
             return [("finite_differences", f"eager grad(f) in float64 {_error(exc)}")]
         got = tuple(np.asarray(g, np.float64) for g in got)
+        value = tp.value_and_grad(fn, argnums=program.argnum_tuple)(*_arrays(args))[0]
+        problem = _mismatch(np.asarray(value, np.float64), np.asarray(fn(*_arrays(args)),
+                                                                      np.float64))
+        if problem is not None:  # (it once returned a loop variable's first value)
+            return [("finite_differences", f"value_and_grad's value {_show(value)}\n  "
+                                           f"({problem})\nf's value")]
         want = tuple(_finite_differences(fn, args, i, FD_EPS) for i in program.argnum_tuple)
         problem = _mismatch(got, want, rtol=1e-3, atol=1e-4)
         if problem is None:
@@ -377,6 +383,15 @@ def _check_hessian_vector_product(program, fn) -> list[tuple[str, str]]:
         except Exception as exc:
             return [("second_order", f"eager jvp(grad(f)) in float64 {_error(exc)}")]
         got = tuple(np.asarray(v, np.float64) for v in got)
+        try:  # reverse over reverse: the gradient of grad(f) . direction, the same product
+            reverse = tp.grad(_along(g, nums, direction), argnums=nums)(*_arrays(args))
+        except Exception as exc:
+            return [("second_order", f"eager grad(grad(f) . v) in float64 {_error(exc)}")]
+        problem = _mismatch(tuple(np.asarray(v, np.float64) for v in reverse), got,
+                            rtol=1e-6, atol=1e-8)
+        if problem is not None:
+            return [("second_order", f"eager grad(grad(f) . v) in float64 {_show(reverse)}\n"
+                                     f"  ({problem})\njvp(grad(f)) {_show(got)}")]
         want = differences(FD_EPS)
         problem = _mismatch(got, want, rtol=1e-3, atol=1e-4)
         if problem is None or _mismatch(differences(FD_EPS / 4), want, rtol=1e-3,
@@ -386,6 +401,18 @@ def _check_hessian_vector_product(program, fn) -> list[tuple[str, str]]:
                                  f"\ndifferences of grad(f) {_show(want)}")]
     finally:
         tp.config.enable_x64 = saved
+
+
+def _along(g, nums: tuple, direction: tuple):
+    """``lambda *xs: sum(vdot(grad_i, direction_i))``: its gradient is the Hessian times
+    the direction, by reverse over reverse."""
+    def along(*xs):
+        parts = g(*xs)
+        total = 0.0
+        for k in range(len(nums)):
+            total = total + jnp.vdot(parts[k], direction[nums[k]])
+        return total
+    return along
 
 
 def _check_vmap_of_grad(program, fn) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ import functools
 import inspect
 import types
 
+from transpiler.rewritten import with_item
 from transpiler import dtypes
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive, abstractify
@@ -222,9 +223,9 @@ def vjp_call_keywords(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     result = for_jit(generated)(*args, **kwargs, **{keyword: g})
     bars = result[1]
     kw_bars = dict(result[2]) if len(result) > 2 and isinstance(result[2], dict) else {}
-    for k in differentiated:
+    for k in differentiated:  # (a new dict, not set in place: reverse over reverse reads this)
         if k in positional:
-            kw_bars[k] = bars[positional.index(k)]
+            kw_bars = with_item(kw_bars, k, bars[positional.index(k)])
     return tuple(bars[:len(args)]), kw_bars
 
 
