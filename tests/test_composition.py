@@ -401,6 +401,34 @@ def test_vmap_of_grad_of_a_function_that_takes_a_gradient(jit):
     _close(got, 2 * (4 * X ** 3 - 2 * X) * (12 * X ** 2 - 2), tol=1e-4)
 
 
+def _dict_loss(p, v):
+    return jnp.sum(jnp.tanh(v @ p["w"] + p["b"]) ** 2)
+
+
+_DICT_PARAMS = {"w": _rng.standard_normal((3, 2)).astype(np.float32),
+                "b": np.zeros(2, np.float32)}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vmap_of_hessian_with_respect_to_a_dict(jit):
+    """Per-example hessians with respect to a dict of parameters: a Jacobian with respect
+    to a pytree is not readable as one batched computation, so vmap maps it member by
+    member (it was 'expected ndarray or scalar arguments, got dict')."""
+    batched = jax.vmap(jax.hessian(_dict_loss), in_axes=(None, 0))
+    got = (jax.jit(batched) if jit else batched)(_DICT_PARAMS, X)
+    for i, x in enumerate(X):
+        want = jax.hessian(_dict_loss)(_DICT_PARAMS, x)
+        for a in _DICT_PARAMS:
+            for b in _DICT_PARAMS:
+                _close(np.asarray(got[a][b])[i], want[a][b], tol=1e-5)
+
+
+def test_derivative_of_a_hessian_with_respect_to_a_dict_is_an_error_at_the_line():
+    with pytest.raises(TranspileError, match="Jacobian with respect to a dict") as info:
+        jax.grad(lambda p: jnp.sum(jax.hessian(_dict_loss)(p, X[0])["w"]["w"]))(_DICT_PARAMS)
+    assert f"{__file__}:" in str(info.value)
+
+
 def test_second_order_forms_through_control_flow_against_jax():
     jax_ = pytest.importorskip("jax")
     jjnp = pytest.importorskip("jax.numpy")

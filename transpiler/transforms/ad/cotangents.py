@@ -21,6 +21,7 @@ from transpiler.codegen.disk_cache import local_path
 from transpiler.errors import _PACKAGE_DIR, SourceLocation, TranspileError, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
+from transpiler.transforms.common.generated import Unbatchable
 from transpiler.tree_util._registry import node_children
 
 
@@ -233,6 +234,11 @@ def rows_bar(g: Any, x: Any) -> Any:
 def basis_of(x: Any) -> Any:
     """The one-hot arrays of `x`'s elements, stacked: shape ``(x.size, *x.shape)`` (the
     tangents, or cotangents, a Jacobian maps). Static: built from the shape alone."""
+    if isinstance(x, (dict, list, tuple)) or node_children(x) is not None:
+        raise Unbatchable(f"a Jacobian with respect to a {type(x).__name__} (a pytree) "
+                          "cannot be differentiated or batched again yet", user_location(),
+                          "take it with respect to one array (transpiler.flatten_util."
+                          "ravel_pytree flattens a pytree into one)")
     aval = abstractify(x)
     size = int(np.prod(aval.shape, dtype=np.int64))
     return jnp.reshape(jnp.eye(size, dtype=aval.dtype), (size, *aval.shape))

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from transpiler.errors import TranspileError, located, user_location
 from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
-from transpiler.transforms.common.generated import (TransformedFunction, UnreadRule, at_creation,
+from transpiler.transforms.common.generated import (TransformedFunction, Unbatchable, at_creation,
                                                     refuse_rule_code)
 from transpiler.transforms.common.arguments import positional_names
 from transpiler.tree_util._registry import node_children, sequence_like
@@ -136,7 +136,7 @@ class Vmapped(TransformedFunction):
             bt.AXES.append(((self.axis_name, size),))
             try:
                 out, out_dims = bt.call(self.fun, args, dims, kwargs, kwdims)
-            except UnreadRule:
+            except Unbatchable:
                 if self.axis_name is not None or bt.AXES[:-1]:
                     raise  # (collectives over the batch need it batched as one)
                 out, out_dims = self.member_by_member(args, dims, kwargs, kwdims, size), 0

@@ -106,16 +106,17 @@ def is_wrapper(fn: Any) -> bool:
     return id(fn) in _WRAPPERS
 
 
-class UnreadRule(TranspileError):
-    """vmap met a control-flow derivative rule it does not read (`refuse_rule_code`):
-    `Vmapped` catches it and maps the function over the batch one member at a time."""
+class Unbatchable(TranspileError):
+    """vmap met derivative code it cannot batch as one computation (a control-flow rule it
+    does not read, `refuse_rule_code`; a Jacobian with respect to a pytree): `Vmapped`
+    catches it and maps the function over the batch one member at a time."""
 
 
 def refuse_rule_code(fn: Any, transform: str) -> None:
     """A transform reads only the control-flow rules marked for it (transpiler/rule_code.py):
     forward and reverse mode read the forward and reverse rules of cond/switch/fori_loop/
     scan/map/while_loop (second derivatives compose through them; a while_loop's reverse
-    rule under jit is read by reverse mode alone); vmap reads none (`UnreadRule`)."""
+    rule under jit is read by reverse mode alone); vmap reads none (`Unbatchable`)."""
     marks = readers(fn, derivative_rules_only=True)
     if marks is None or transform in marks:
         return
@@ -126,7 +127,7 @@ def refuse_rule_code(fn: Any, transform: str) -> None:
             f"forward mode yet: its rule (`{rule}`) is not read by forward mode",
             user_location(), "use reverse over reverse (jacrev(jacrev(f)), grad(grad(f))) "
             "for it, or write the loop as Python control flow (it unrolls)")
-    raise (UnreadRule if transform == "vmap" else TranspileError)(
+    raise (Unbatchable if transform == "vmap" else TranspileError)(
         f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
         f"fori_loop, scan, map) is not supported yet: its rule (`{rule}`) is not read by "
         f"{transform}", user_location(), "second derivatives through cond/switch/fori_loop/"
