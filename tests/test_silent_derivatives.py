@@ -385,6 +385,20 @@ def test_a_variable_first_assigned_in_a_loop_carries_its_derivative_across_itera
                                    loop, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: jnp.sum(jnp.sin(x[None])), F32(0.4)),
+    (lambda x: jnp.sum(jnp.sin(jnp.concatenate([x[None], x[None]]))), F32(0.4)),
+    (lambda v: jnp.sum(jnp.sin(v[:, None, 1]) * 2.0), np.arange(6, dtype=F32).reshape(2, 3) / 6),
+    (lambda v: jnp.sum(jnp.sin(v[None, ..., None]) ** 2), np.arange(6, dtype=F32).reshape(2, 3) / 6),
+], ids=["scalar", "scalar-concatenated", "slice-new-int", "new-ellipsis-new"])
+def test_gradient_through_an_index_with_new_axes(fn, x):
+    """The cotangent of ``x[None]`` (``None`` entries in a basic index) was an error ("cannot
+    broadcast an array of shape [1] to shape []"): the new axes are dropped from it."""
+    want = finite_differences(lambda a: fn(np.asarray(a, F32)), x, eps=1e-3)
+    np.testing.assert_allclose(np.asarray(tp.grad(fn)(x)), want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(np.asarray(tp.jit(tp.grad(fn))(x)), want, rtol=2e-3, atol=2e-3)
+
+
 def _rnn_total(w):
     total = 0.0
     h = jnp.zeros(3)

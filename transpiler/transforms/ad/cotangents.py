@@ -276,7 +276,33 @@ def index_bar(container: Any, index: Any, g: Any) -> Any:
         else:
             bars[index] = g
         return type(container)(bars) if isinstance(container, list) else tuple(bars)
+    index, g = _without_new_axes(index, g, jnp.ndim(container))
     return jnp.zeros_like(container, dtype=jnp.result_type(g)).at[index].add(g)
+
+
+def _without_new_axes(index: Any, g: Any, ndim: int) -> tuple[Any, Any]:
+    """A basic index (ints, slices, ``...``) with ``None`` entries, and the cotangent of
+    what it selected, as the index without them and the cotangent without the unit axes
+    they added (``x[None]``'s cotangent is ``g[0]``); any other index as it is."""
+    items = index if isinstance(index, tuple) else (index,)
+    basic = all(i is None or i is Ellipsis or isinstance(i, slice) or (
+        isinstance(i, (int, np.integer)) and not isinstance(i, bool)) for i in items)
+    if not basic or not any(i is None for i in items):
+        return index, g
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    axis, new, kept = 0, [], []
+    for i in items:
+        if i is None:
+            new.append(axis)
+            axis += 1
+            continue
+        kept.append(i)
+        if i is Ellipsis:
+            axis += ndim - consumed
+        elif isinstance(i, slice):
+            axis += 1
+    shape = jnp.shape(g)
+    return tuple(kept), jnp.reshape(g, tuple(d for k, d in enumerate(shape) if k not in new))
 
 
 class _Seed:
