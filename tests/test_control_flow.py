@@ -239,14 +239,18 @@ def test_reverse_mode_of_fori_loop_with_traced_bounds_is_an_error():
         f(jnp.asarray(2.0), 3)
 
 
-def test_every_control_flow_function_has_its_derivative_rules_and_a_batching_slot():
+def test_every_control_flow_function_has_derivative_rules_every_transform_reads():
+    """One rule per control-flow function and direction; forward mode, reverse mode and
+    vmap transform the rule itself (second derivatives, batched derivatives)."""
+    from transpiler.rule_code import readers
     from transpiler.transforms.common import classify
     from transpiler.transforms.ad import control as control_ad
     for name in classify._CONTROL_FLOW:
         fn = getattr(lax, name)
         assert classify.callee_kind(fn) == "control"
-        assert name in control_ad.VJP_RULES and name in control_ad.JVP_RULES, name
-        assert name in control_ad.BATCH_RULES, name
+        for rules in (control_ad.VJP_RULES, control_ad.JVP_RULES):
+            assert readers(rules[name], derivative_rules_only=True) == {
+                "forward mode", "reverse mode", "vmap"}, name
 
 
 def test_switch_inside_a_loop_differentiates_under_jit():

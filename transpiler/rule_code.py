@@ -5,7 +5,8 @@ lax/loops.py) are run by the transforms, not read by them: reading one different
 derivative machinery itself. A rule written so that a transform can read it (loops rather
 than comprehensions, no star-arguments, see ad/control.py) says so with `read_by`; second
 derivatives through ``cond`` / ``switch`` / ``fori_loop`` / ``scan`` are forward or reverse
-mode over those rules. Both the frontend and each transform's entry ask `readers`.
+mode over those rules, batched derivatives vmap of them. Both the frontend and each
+transform's entry ask `readers`.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def readers(fn: Any, derivative_rules_only: bool = False) -> Optional[frozenset[
 
 
 def is_generated_rule(fn: Any) -> bool:
-    """Whether `fn` is a derivative rule's own generated derivative (``vjp_cond_vjp``): code
-    a transform reads only for a third derivative through lax control flow. (The closures
-    such code defines are read at second order already.)"""
+    """Whether `fn` is a derivative rule's own generated derivative (``jvp_cond_vjp``): code
+    a derivative reads only for a third derivative through lax control flow (vmap reads it
+    for a batch of second derivatives). (The closures such code defines are read at second
+    order already.)"""
     qualname = getattr(fn, "__qualname__", "")
     return is_rule_code(fn, derivative_rules_only=True) and "<locals>" not in qualname and \
         qualname.startswith(_GENERATED_PREFIXES)

@@ -30,7 +30,7 @@ from transpiler.frontend.fence import fence, fence_library
 from transpiler.frontend.get_source import FunctionSource, get_source, unwrap_transpiler
 from transpiler.frontend.passes import run_stages
 from transpiler.frontend.resolve_names import bind_defaults, resolve_names
-from transpiler.rule_code import is_generated_rule, is_rule_code, readers
+from transpiler.rule_code import is_rule_code, readers
 from transpiler.rewritten import INTRODUCED
 from transpiler.errors import user_location
 
@@ -133,14 +133,6 @@ def parse_function(fn: Callable[..., Any], closure_params: tuple[str, ...] = (),
             "forward over reverse (hessian, jacfwd(jacrev(f)), jvp(grad(f))) runs through cond, "
             "switch, fori_loop, scan, map and an eager while_loop; for the rest, write the loop "
             "or branch as Python control flow (it unrolls)")
-    if is_generated_rule(fn):
-        raise TranspileError(
-            "third-order differentiation through lax control flow (cond, switch, while_loop, "
-            "fori_loop, scan, map) is not supported yet: the second-order rule "
-            f"(`{getattr(fn, '__qualname__', fn)}`) cannot be differentiated again",
-            user_location(), "second derivatives (grad(grad(f)), hessian, jacrev(jacrev(f))) "
-            "run through it; for a third, write the loop or branch as Python control flow "
-            "(it unrolls)")
     source, namespace = read_function(fn)
     if source.filename not in GENERATED_SOURCE_MAPS:  # (generated code calls locals() itself)
         _reject_introspection(source, namespace)

@@ -6,21 +6,25 @@ functions with the transforms themselves (closures included, see common/closures
 assemble the derivative from `cond` / `switch` / `scan` / `while_loop` again, so it runs
 eagerly and stages into ``stablehlo.if`` / ``case`` / ``while`` under jit.
 
-Forward and reverse mode read the rules marked ``@read_by(FORWARD, REVERSE)``
-(transpiler/rule_code.py): the reverse and forward rules of `cond`, `switch`, `fori_loop`,
-`scan`, `map` and `while_loop` (the reverse one eagerly), written with loops rather than
-comprehensions and without star-arguments for it. So hessian = jacfwd(jacrev(f)),
-grad(grad(f)), jacfwd(jacfwd(f)) and jacrev(jacfwd(f)) compose through them: the second
-derivative of a branch or body is a transform of its generated derivative code, inside a
-`cond` or `scan` again. The helpers they call that the transforms do not
+Forward mode, reverse mode and vmap read the rules marked ``@read_by(FORWARD, REVERSE,
+BATCH)`` (transpiler/rule_code.py): the reverse and forward rules of `cond`, `switch`,
+`fori_loop`, `scan`, `map` and `while_loop`, written with loops rather than comprehensions
+and without star-arguments for it. So each transform has one rule per control-flow
+function and composes through the others': hessian = jacfwd(jacrev(f)), grad(grad(f)),
+jacfwd(jacfwd(f)) and jacrev(jacfwd(f)) are a transform of the branch's or body's generated
+derivative code, inside a `cond` or `scan` again; ``vmap(grad(f))`` and
+``vmap(hessian(f))`` are the rules (and their generated derivatives) batched by vmap, whose
+`cond` / `scan` / `while_loop` batch as any (bt/control.py). The helpers they call that the transforms do not
 read are linear and have tangent and cotangent rules of their own (`fill`, `_where`:
 ad/helper_tangents.py, reverse/adjoints.py's linear_helper_rule) or are static
-(`_traced`); `_primal` passes its function through. A bounded `while_loop` under jit is
-read by reverse mode only (forward mode over it fails in IREE, see there). No transform
-reads a rule's generated derivative (a third derivative): a clear error
-(common/generated.py's `refuse_rule_code`, frontend's parse_function). vmap reads no rule:
-a vmapped function whose derivative reaches one (``vmap(hessian(f))``) is mapped member by
-member as ``lax.map`` (batch/api.py's `Vmapped.member_by_member`).
+(`_traced`, `_any`); `_primal` passes its function through; vmap batches them by
+bt/control_helpers.py. A bounded `while_loop` under jit is read by reverse mode and vmap
+only (forward mode over it fails in IREE, see there). No derivative reads a rule's
+generated derivative (a third derivative): a clear error (common/generated.py's
+`refuse_rule_code`, frontend's parse_function). vmap does not read the checkpointed
+reverse rule of an unbounded `while_loop` under jit: a vmapped function whose derivative
+reaches it is mapped member by member as ``lax.map`` (batch/api.py's
+`Vmapped.member_by_member`).
 
 Reverse mode recomputes what it needs: a branch's adjoint re-runs the branch's forward
 code inside the backward `cond`; a loop's backward pass stores each iteration's carry (a
@@ -53,19 +57,20 @@ from transpiler.lax.loops import _index_dtype
 from transpiler.lowering.regions import probe_with_size
 
 
-# The rules forward mode reads (second derivatives: forward over reverse).
+# The transforms that read the rules marked for them.
 FORWARD = "forward mode"
 REVERSE = "reverse mode"
+BATCH = "vmap"
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _vjp(fn: Any, args: tuple, g: Any) -> tuple[tuple, Any]:
     """(cotangents of `args`, cotangent of `fn`'s closure) for ``fn(*args)`` and `g`."""
     *bars, fn_bar = vjp_call_closure(fn, args, {}, g)
     return tuple(bars), fn_bar
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _jvp(fn: Any, primals: tuple, tangents: tuple, fn_dot: Any) -> tuple[Any, Any]:
     out, out_dot = jvp_call(fn, primals, tangents, {}, fn_dot)
     return out, _filled(out_dot, out)
@@ -129,13 +134,18 @@ def where_bar(keep: Any, bar: Any, side: Any, taken: bool) -> Any:
     return tree_util.tree_map(part, bar, side, is_leaf=lambda v: v is None)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _add(a: Any, b: Any) -> Any:
     return add(a, b)
 
 
 def _traced(x: Any) -> bool:
     return isinstance(x, Tracer)
+
+
+def _any(running: Any) -> bool:
+    """Whether a loop's condition holds (for any member of a vmapped batch)."""
+    return bool(jnp.any(running))
 
 
 def _primal(fn: Any) -> Any:
@@ -145,7 +155,7 @@ def _primal(fn: Any) -> Any:
 
 # --- reverse mode --------------------------------------------------------------------------
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tuple,
                   g: Any) -> tuple[tuple, tuple]:
     """(cotangents of the branch functions, of the operands) through `cond`/`switch`:
@@ -171,29 +181,31 @@ def _branches_vjp(select: Callable[..., Any], selector: Any, fns: tuple, ops: tu
     return fn_bars, op_bars
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def cond_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
     pred, true_fun, false_fun, *ops = args
-    fn_bars, op_bars = _branches_vjp(
-        lambda p, bs, o: lax.cond(p, bs[0], bs[1], o), pred, (true_fun, false_fun),
-        tuple(ops), g)
+
+    def select(p: Any, bs: list, o: tuple) -> Any:  # (named: generated code keeps the name)
+        return lax.cond(p, bs[0], bs[1], o)
+    fn_bars, op_bars = _branches_vjp(select, pred, (true_fun, false_fun), tuple(ops), g)
     return (None, *fn_bars, *op_bars)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def switch_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
     index, branches, *ops = args
-    fn_bars, op_bars = _branches_vjp(lambda i, bs, o: lax.switch(i, bs, o), index,
-                                     tuple(branches), tuple(ops), g)
-    return (None, type(branches)(fn_bars) if isinstance(branches, list) else fn_bars,
-            *op_bars)
+
+    def select(i: Any, bs: list, o: tuple) -> Any:
+        return lax.switch(i, bs, o)
+    fn_bars, op_bars = _branches_vjp(select, index, tuple(branches), tuple(ops), g)
+    return (None, list(fn_bars) if isinstance(branches, list) else fn_bars, *op_bars)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """The forward loop as a `scan` that stores each iteration's carry, then a reverse
     `scan` that differentiates one iteration at a time."""
@@ -228,7 +240,7 @@ def fori_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (None, None, body_bar, init_bar)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _scan_args(args: tuple) -> tuple:
     f, init = args[0], args[1]
     xs = args[2] if len(args) > 2 else None
@@ -237,7 +249,7 @@ def _scan_args(args: tuple) -> tuple:
     return f, init, xs, length, reverse
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if g is None:
         return (None,) * len(args)
@@ -264,7 +276,7 @@ def scan_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, init_bar, xs_bar, *(None,) * (len(args) - 3))
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     f, xs = args
     if g is None:
@@ -279,7 +291,7 @@ def map_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     return (f_bar, xs_bar)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     """Eagerly the trip count is known: the carries go on a Python list. Under jit it is
     not: with ``max_iters`` the loop runs as a `scan` of that many masked steps (a step
@@ -295,22 +307,29 @@ def while_loop_vjp(args: tuple, kwargs: dict, g: Any) -> tuple:
     if traced:
         return (None, *_checkpointed_while_vjp(cond_fun, body_fun, init, g),
                 *(None,) * (len(args) - 3))
-    carries: list[Any] = []
+    # Each stored step keeps whether it ran: always, for one loop; under vmap the members
+    # stop at different trips, and a member's steps after its condition failed keep its
+    # carry (the loop runs while any member's condition holds).
+    steps: list[Any] = []
     val = init
-    while cond_fun(val) and (max_iters is None or len(carries) < max_iters):
-        carries.append(val)
-        val = body_fun(val)
-    bar, body_bar = g, None
-    for carry in reversed(carries):
-        (bar,), fn_bar = _vjp(body_fun, (carry,), bar)
-        body_bar = _add(body_bar, fn_bar)
+    running = cond_fun(val)
+    while _any(running) and (max_iters is None or len(steps) < max_iters):
+        steps.append((val, running))
+        val = _where(running, body_fun(val), val)
+        running = jnp.logical_and(running, cond_fun(val))
+    bar, body_bar = fill(g, init), fill(None, body_fun)
+    for i in range(len(steps) - 1, -1, -1):
+        carry, ran = steps[i]
+        (new_bar,), fn_bar = _vjp(body_fun, (carry,), bar)
+        bar = _where(ran, fill(new_bar, carry), bar)
+        body_bar = _add(body_bar, _where(ran, fill(fn_bar, body_fun), fill(None, body_fun)))
     return (None, body_bar, bar, *(None,) * (len(args) - 3))
 
 
 # (Not read by forward mode: jit(hessian) through it compiles, but IREE 3.13 fails to run
 # the module -- "ref is null" creating a result buffer view -- unless the loops' results
 # kept alive for lax/control.py's workaround are dropped.)
-@read_by(REVERSE)
+@read_by(REVERSE, BATCH)
 def _bounded_while_vjp(cond_fun: Any, body_fun: Any, init: Any, max_iters: int,
                        g: Any) -> tuple:
     test, step = _primal(cond_fun), _primal(body_fun)
@@ -450,11 +469,19 @@ VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {
     "map": map_vjp, "while_loop": while_loop_vjp}
 
 
+def vjp_rule(fn: Any) -> Any:
+    """The reverse rule of lax control flow `fn`, or None for any other callee."""
+    from transpiler.transforms.common.classify import CONTROL_MODULES
+    if getattr(fn, "__module__", None) not in CONTROL_MODULES:
+        return None
+    return VJP_RULES.get(getattr(fn, "__qualname__", ""))
+
+
 # --- forward mode --------------------------------------------------------------------------
 # (Read by forward and reverse mode as the reverse rules are -- jacfwd(jacfwd(f)),
 # jacrev(jacfwd(f)) -- so written the same way: loops, one operand tuple, no star-arguments.)
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def _branch_jvp(fn: Any, fn_dot: Any, ops_dot: tuple) -> Callable[..., Any]:
     """A branch of the forward `cond`/`switch`: `fn`'s JVP on the operand tuple."""
     def run(operands: tuple) -> tuple:
@@ -462,14 +489,14 @@ def _branch_jvp(fn: Any, fn_dot: Any, ops_dot: tuple) -> Callable[..., Any]:
     return run
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def cond_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     ops, ops_dot = tuple(primals[3:]), tuple(tangents[3:])
     return lax.cond(primals[0], _branch_jvp(primals[1], tangents[1], ops_dot),
                     _branch_jvp(primals[2], tangents[2], ops_dot), ops)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     index, branches = primals[0], primals[1]
     ops, ops_dot = tuple(primals[2:]), tuple(tangents[2:])
@@ -480,7 +507,7 @@ def switch_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return lax.switch(index, fns, ops)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     lower, upper, body, init = primals
     body_dot, init_dot = tangents[2], tangents[3]
@@ -492,7 +519,7 @@ def fori_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return lax.fori_loop(lower, upper, step, (init, _filled(init_dot, init)))
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     cond_fun, body, init = primals[0], primals[1], primals[2]
     body_dot, init_dot = tangents[1], tangents[2]
@@ -509,7 +536,7 @@ def while_loop_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return lax.while_loop(running, step, (init, _filled(init_dot, init)), max_iters=max_iters)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     f, init, xs, length, reverse = _scan_args(primals)
     f_dot = tangents[0]
@@ -528,7 +555,7 @@ def scan_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     return (carry, ys), (carry_dot, ys_dot)
 
 
-@read_by(FORWARD, REVERSE)
+@read_by(FORWARD, REVERSE, BATCH)
 def map_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
     f, xs = primals
     f_dot, xs_dot = tangents
@@ -541,8 +568,3 @@ def map_jvp(primals: tuple, tangents: tuple, kwargs: dict) -> tuple:
 JVP_RULES: dict[str, Callable[[tuple, tuple, dict], tuple]] = {
     "cond": cond_jvp, "switch": switch_jvp, "fori_loop": fori_loop_jvp, "scan": scan_jvp,
     "map": map_jvp, "while_loop": while_loop_jvp}
-
-
-# Batching rules (the vmap issue fills these slots): a batched `cond` predicate runs both
-# branches and selects, a batched `while_loop` condition loops while any lane is active.
-BATCH_RULES: dict[str, Any] = dict.fromkeys(VJP_RULES)

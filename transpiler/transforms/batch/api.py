@@ -149,8 +149,9 @@ class Vmapped(TransformedFunction):
     def member_by_member(self, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
                          size: int) -> Any:
         """`f` run once per batch member, as ``lax.map`` (one loop under jit), its outputs
-        stacked on axis 0: the batching of a derivative through lax control flow that vmap
-        does not read (a second derivative's rule, ``vmap(hessian(f))``), exact and slower."""
+        stacked on axis 0: the batching of a derivative vmap cannot batch as one computation
+        (`Unbatchable`: the checkpointed reverse rule of an unbounded while_loop under jit, a
+        Jacobian with respect to a pytree), exact and slower."""
         from transpiler.transforms.bt.structural import full_dims  # (it imports this module)
         leaves, tree = tree_util.tree_flatten((args, kwargs))
         leaf_dims = [d.dim for d in tree.flatten_up_to(full_dims((args, kwargs), (dims, kwdims)))]

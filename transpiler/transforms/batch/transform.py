@@ -52,8 +52,10 @@ _MODULE_PREFIX = re.compile(r"(?<![\w.])(bt|jnp|lax|np)\.")
 def _computing() -> frozenset:
     import builtins
 
+    from transpiler.transforms.ad import control  # (whether a batch is traced or runs)
     return frozenset({lax.stop_gradient, builtins.abs, builtins.zip, builtins.enumerate,
-                      builtins.reversed, builtins.sorted, builtins.iter})
+                      builtins.reversed, builtins.sorted, builtins.iter, control._any,
+                      control._traced})
 
 
 _COMPUTING: frozenset = frozenset()  # "static" to the AD transforms, batched values here
@@ -297,9 +299,11 @@ class Vectorize:
             return [new]
         if isinstance(stmt, cst.Try):
             return [self.compound(stmt)]
-        if isinstance(stmt, cst.With):  # (library code) not batched here
-            raise TranspileError(f"internal: vmap of {self.func.name.value}: a `with` block is "
-                                 "not batched", self.parsed.locations.get(stmt))
+        if isinstance(stmt, cst.With):  # (library code) its body batched in the same context
+            if any(n in self.batched for item in stmt.items for n in cl.names_in(item.item)):
+                raise TranspileError(f"internal: vmap of {self.func.name.value}: a `with` "
+                                     "block over batched values", self.parsed.locations.get(stmt))
+            return [self.compound(stmt)]
         append = _append(stmt)
         if append is not None and append[0] in self.batched:
             xs, v = append

@@ -1,5 +1,7 @@
 """Batching rules of ``lax`` control flow: `cond`, `switch`, `while_loop`, `fori_loop`,
-`scan`, `map` (JAX's semantics), and of their derivative rules (ad/control.py).
+`scan`, `map` (JAX's semantics). Their derivative rules (ad/control.py) have none here:
+vmap reads those as code, so ``vmap(grad(f))`` and ``vmap(hessian(f))`` through control
+flow are the rules batched, their `cond` / `scan` / `while_loop` by the rules below.
 
 ``bt.call`` (bt/__init__.py) sends a call of one of these with a batched operand here:
 
@@ -22,9 +24,7 @@ under jit.
   done keep their carry (JAX's rule). Every carry leaf is then batched.
 
 The combinators below (`branching`, `while_`, `fori`, `scan`) take *batched steps*,
-``(values, companions) -> (out, out_companions)``, so the derivative rules of the same
-functions (ad/control.py), batched in bt/control_ad.py, reuse them with derivative
-steps: ``vmap(grad(f))`` of an `f` with control flow.
+``(values, companions) -> (out, out_companions)``.
 """
 
 from __future__ import annotations

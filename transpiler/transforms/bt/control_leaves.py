@@ -1,5 +1,5 @@
-"""Values with their companions, leaf by leaf: the pieces bt/control.py and
-bt/control_ad.py build the batched control flow from (flattening a carry with its batch
+"""Values with their companions, leaf by leaf: the pieces bt/control.py builds the
+batched control flow from (flattening a carry with its batch
 axes, moving leaves to the axes a loop needs, selecting per member, binding a call's
 arguments with their companions, running a user's function batched)."""
 

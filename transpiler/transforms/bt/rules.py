@@ -29,7 +29,6 @@ from transpiler import tree_util
 from transpiler.tree_util import PyTreeDef
 from transpiler.transforms.bt.structural import einsum
 from transpiler.transforms.bt.structural import rules
-from transpiler.transforms.bt import control_ad as control_batch_ad
 from transpiler.transforms.bt import collectives as collective_batch
 from transpiler.transforms.bt.structural import _treedef_rule
 from transpiler.transforms.ad.calls import unbound
@@ -238,7 +237,7 @@ def _special(fn: Any) -> Any:
     module = getattr(fn, "__module__", None)
     if module in control_batch.MODULES:
         name = getattr(fn, "__name__", "")
-        return control_batch.RULES.get(name) or control_batch_ad.RULES.get(name)
+        return control_batch.RULES.get(name)  # (their derivative rules are read)
     if module == "transpiler.lax.parallel":
         return collective_batch.RULES.get(getattr(fn, "__name__", ""))
     return None

@@ -27,7 +27,8 @@ from transpiler.transforms.common.generated import TransformedFunction, closed_o
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.reverse.generate import vjp_function
-from transpiler.transforms.bt import control_ad as control_batch_ad
+from transpiler.transforms.ad import control
+from transpiler.transforms.bt import control_helpers
 from transpiler.transforms.common import partials
 from transpiler.transforms.batch.api import Vmapped
 
@@ -136,6 +137,7 @@ def rules() -> dict[int, Any]:
     table[id(calls.custom_vjp_bwd)] = _custom_vjp_bwd
     table[id(rh.add)] = _add
     table[id(rh.finalize)] = _finalize
+    table.update({id(fn): rule for fn, rule in control_helpers.RULES.items()})
     return table
 
 
@@ -275,8 +277,10 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                                     (func_dims, (*bound_dims, *a_dims),
                                      {**keyword_dims, **k_dims}, g_dims), {}, {})
         return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
-    if control_batch_ad.handles(f) and g is not None:  # lax control flow: its own rules
-        return control_batch_ad.vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims)
+    rule = control.vjp_rule(f)
+    if rule is not None and g is not None:  # lax control flow: its rule, batched (read)
+        bars, bar_dims = bt.call(rule, (call_args, call_kwargs, g), (a_dims, k_dims, g_dims))
+        return tuple(bars), (None if bar_dims is None else tuple(bar_dims))
     if isinstance(f, Vmapped) and g is not None:  # an inner vmap's derivative, under this one
         return _vmapped_vjp(f, call_args, a_dims, call_kwargs, k_dims, g, g_dims, f_dims)[:2]
     if getattr(type(f), "batched_vjp", None) is not None and g is not None:  # shard_map

@@ -85,6 +85,7 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 
 def _static_functions() -> frozenset:
     from transpiler.numpy import creation
+    from transpiler.transforms.common import signature
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
@@ -95,7 +96,7 @@ def _static_functions() -> frozenset:
                       forward_helpers.jvp_rule, runtime_helpers.basis_of, custom._bind,
                       runtime_helpers.is_scalar, rewritten.sort_order, calls.unbound,
                       calls.needs_primal, calls.differentiated_keywords,
-                      inspect.signature,
+                      inspect.signature, signature.star_name, signature.source_signature,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
 
@@ -313,6 +314,8 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.free_values): "closure_free_values",
                               id(closures.free_bars): "closure_free_bars",
                               id(closures.free_names): "static",
+                              id(closures.is_closure): "static",
+                              id(closures.carries_derivative): "static",
                               id(closures.cell_tangents): "closure_cell_tangents",
                               id(closures.given_names): "static",
                               id(closures.tangent_suffix): "static",
@@ -333,6 +336,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(control._where): "control_where",
                               id(control._primal): "pass",  # (conversion is staging only)
                               id(control._traced): "static",
+                              id(control._any): "static",
                               id(control._index_dtype): "static"})
         from transpiler.transforms.common import partials  # a partial's derivative: its arguments'
         _HELPER_KINDS.update({id(partials.bound): "partial_bound",

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 from transpiler.config import config
 from transpiler.errors import TranspileError, user_location
-from transpiler.rule_code import readers
+from transpiler.rule_code import is_generated_rule, readers
 from transpiler.transforms.common.callables import as_function
 from transpiler.primitives.core import Primitive
 from transpiler.codegen import emit
@@ -114,9 +114,19 @@ class Unbatchable(TranspileError):
 
 def refuse_rule_code(fn: Any, transform: str) -> None:
     """A transform reads only the control-flow rules marked for it (transpiler/rule_code.py):
-    forward and reverse mode read the forward and reverse rules of cond/switch/fori_loop/
-    scan/map/while_loop (second derivatives compose through them; a while_loop's reverse
-    rule under jit is read by reverse mode alone); vmap reads none (`Unbatchable`)."""
+    forward mode, reverse mode and vmap read the forward and reverse rules of cond/switch/
+    fori_loop/scan/map/while_loop (second and batched derivatives compose through them; a
+    bounded while_loop's reverse rule under jit is not read by forward mode, an unbounded
+    one's by reverse mode or vmap: `Unbatchable`, mapped member by member). A derivative
+    of a rule's generated derivative (a third derivative) is refused; vmap reads it."""
+    if is_generated_rule(fn) and transform != "vmap":  # (vmap reads derivative code)
+        raise TranspileError(
+            "third-order differentiation through lax control flow (cond, switch, while_loop, "
+            "fori_loop, scan, map) is not supported yet: the second-order rule "
+            f"(`{getattr(fn, '__qualname__', fn)}`) cannot be differentiated again",
+            user_location(), "second derivatives (grad(grad(f)), hessian, jacrev(jacrev(f))) "
+            "run through it; for a third, write the loop or branch as Python control flow "
+            "(it unrolls)")
     marks = readers(fn, derivative_rules_only=True)
     if marks is None or transform in marks:
         return
@@ -127,7 +137,13 @@ def refuse_rule_code(fn: Any, transform: str) -> None:
             f"forward mode yet: its rule (`{rule}`) is not read by forward mode",
             user_location(), "use reverse over reverse (jacrev(jacrev(f)), grad(grad(f))) "
             "for it, or write the loop as Python control flow (it unrolls)")
-    raise (Unbatchable if transform == "vmap" else TranspileError)(
+    if transform == "vmap":
+        raise Unbatchable(
+            "vmap of the gradient of a while_loop with no bound under jit, inside another "
+            f"vmap or with an axis_name, is not supported yet: its rule (`{rule}`) is not "
+            "read by vmap", user_location(), "give the loop a bound, lax.while_loop(cond, "
+            "body, init, max_iters=N), or use lax.fori_loop / lax.scan")
+    raise TranspileError(
         f"{transform} of a derivative through lax control flow (cond, switch, while_loop, "
         f"fori_loop, scan, map) is not supported yet: its rule (`{rule}`) is not read by "
         f"{transform}", user_location(), "second derivatives through cond/switch/fori_loop/"

@@ -135,7 +135,10 @@ class CustomVJP:
             nondiff.append(args[i])
         rule = self.bwd  # (a function value: differentiated like any, for second order)
         cotangents = rule(*nondiff, residuals, g)  # type: ignore[misc]
-        diff = [i for i in range(len(args)) if i not in self.nondiff_argnums]
+        diff = []
+        for i in range(len(args)):
+            if i not in self.nondiff_argnums:
+                diff.append(i)
         bwd, loc = _name(self.bwd), _defined_at(self.bwd)
         if not isinstance(cotangents, (tuple, list)):
             raise TranspileError(
