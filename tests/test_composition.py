@@ -416,6 +416,36 @@ def test_residual_with_second_derivatives_batched_over_points():
     _close(jax.jit(jax.vmap(uxx, in_axes=(None, 0)))(_PINN_PARAMS, xs), got, tol=1e-5)
 
 
+def _pinn_loss_np(w1, params, xs):
+    """The residual loss of `_network` in float64 NumPy, its second derivative written out:
+    u = v . tanh(w x + b) + c, so u_xx = sum_j v_j w_j^2 tanh''(w_j x + b_j)."""
+    (_, b1), (v, _) = params
+    z = np.outer(xs, w1[0]) + b1
+    t = np.tanh(z)
+    uxx = (-2 * t * (1 - t ** 2) * w1[0] ** 2) @ v[:, 0]
+    return np.mean((uxx + np.sin(xs)) ** 2)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_training_a_physics_informed_network(jit):
+    """``grad`` over the parameters of a loss built from ``vmap`` of ``grad(grad(u))``: a
+    third derivative through ``jnp.array([x])`` batched over the points (a RecursionError
+    before: a loop tape held its own scope)."""
+    u = _network(jnp)
+    uxx = jax.grad(jax.grad(u, argnums=1), argnums=1)
+    xs = np.linspace(-1, 1, 5).astype(np.float32)
+
+    def loss(params):
+        return jnp.mean((jax.vmap(uxx, in_axes=(None, 0))(params, xs) + jnp.sin(xs)) ** 2)
+
+    grad = jax.jit(jax.grad(loss)) if jit else jax.grad(loss)
+    got = grad(_PINN_PARAMS)
+    params64 = [(np.float64(w), np.float64(b)) for w, b in _PINN_PARAMS]
+    want = finite_differences(lambda w1: _pinn_loss_np(w1, params64, np.float64(xs)),
+                              params64[0][0])
+    _close(got[0][0], want, tol=2e-4)
+
+
 def _penalty(x):
     return jnp.sum(jax.grad(lambda v: jnp.sum(v ** 4 - v ** 2))(x) ** 2)
 

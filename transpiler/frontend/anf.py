@@ -237,7 +237,15 @@ class ToAnf(LocatedTransformer):
 
     def _call(self, expr: cst.Call) -> Linearized:  # type: ignore[override]
         pre, func = self._callee(expr.func)
-        stmts, values = self._atoms([arg.value for arg in expr.args])
+        stmts: Statements = []
+        values = []
+        for arg in expr.args:
+            if m.matches(arg.value, m.Call(func=m.Name("locals"), args=[])):
+                values.append(arg.value)  # (generated code's scope: never held by a name,
+                continue                  # or the next scope would hold itself)
+            more, value = self._atom(arg.value)
+            stmts.extend(more)
+            values.append(value)
         args = [arg.with_changes(value=v) for arg, v in zip(expr.args, values)]
         for arg in args:
             if arg.star and not _is_variable(arg.value):

@@ -7,7 +7,7 @@ Cotangents are arrays, containers of cotangents (tuple, list, dict), or ``None``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import collections.abc
 import functools
@@ -370,8 +370,12 @@ def sequence_derivative(d: Any, xs: Any) -> Any:
     return None if isinstance(xs, (dict, set, frozenset)) else d
 
 
-def keyword_bars(bars: dict, d: dict) -> Any:
-    """The cotangent of a dict passed as ``**d``: its keys' entries of the keyword cotangents."""
+def keyword_bars(bars: Optional[dict], d: dict) -> Any:
+    """The cotangent of a dict passed as ``**d``: its keys' entries of the keyword cotangents.
+    (Linear in `bars`, a restriction: its own tangent and transpose, helper_tangents.py and
+    reverse/adjoints.py.)"""
+    if bars is None:
+        return None
     picked = {k: bars.get(k) for k in d}
     return None if all(v is None for v in picked.values()) else picked
 

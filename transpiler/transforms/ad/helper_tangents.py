@@ -29,6 +29,7 @@ RULES: dict[str, Rule] = {
                                                f"{x[2]})",
     "cotangent_items_bar": lambda t, x, d: f"ad.items_bar({x[0]}, {d[1]})",
     "cotangent_values_bar": lambda t, x, d: f"ad.values_bar({x[0]}, {d[1]})",
+    "cotangent_keyword_bars": lambda t, x, d: f"ad.keyword_bars({d[0]}, {x[1]})",
     "cotangent_attribute_bar": lambda t, x, d: f"ad.attribute_bar({x[0]}, {x[1]}, {d[2]})",
     "cotangent_attribute_tangent": lambda t, x, d: f"ad.attribute_tangent({d[0]}, {x[1]})",
     # the reverse rules of lax control flow (ad/control.py, which forward mode reads for

@@ -124,7 +124,8 @@ def unpack(x: Any, dims: Any, shape: Any) -> tuple[tuple, tuple]:
         out_dims: Any = (0,) * len(values)
     else:
         values = tuple(x)
-        out_dims = (None,) * len(values) if dims is None else tuple(dims)
+        out_dims = (None,) * len(values) if dims is None or isinstance(x, dict) \
+            else tuple(dims)  # (a dict's elements are its keys)
     if len(values) != n:
         raise ValueError(f"expected {n} values to unpack, got {len(values)}")
     if isinstance(shape, tuple):

@@ -301,6 +301,7 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.without_item): "cotangent_without_item",
                               id(rh.items_bar): "cotangent_items_bar",
                               id(rh.values_bar): "cotangent_values_bar",
+                              id(rh.keyword_bars): "cotangent_keyword_bars",
                               id(rh.attribute_tangent): "cotangent_attribute_tangent",
                               id(rh.appended): "cotangent_appended",
                               id(rh.unpacked_cotangent): "cotangent_unpacked",
@@ -408,8 +409,8 @@ def defined_names(op: Op, name_tuples: dict[str, list[str]]) -> Optional[list[st
     """For ``ad.defined(locals(), names)`` in generated reverse code (the values a loop's
     tape saves where the body assigned them), the names it reads; else None. Its
     derivative and batch axes are those of the names, which the transforms follow."""
-    if op.kind == "call" and op.callee is defined and len(op.operands) == 2:
-        return name_tuples.get(op.operands[1])
+    if op.kind == "call" and op.callee is defined and op.operands:  # (`locals()` stays inline)
+        return name_tuples.get(op.operands[-1])
     return None
 
 

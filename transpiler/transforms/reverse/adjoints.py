@@ -410,6 +410,9 @@ def cotangent_helper_rule(gen: Any, kind: str, args: list, t: str) -> list[cst.B
         view = "items" if kind == "cotangent_items_bar" else "values"
         out += gen.accumulate(names[1], parse_template_expression(
             f"ad.{view}_tangent({{d}}, {{b}})", d=args[0].value, b=bar))
+    elif kind == "cotangent_keyword_bars" and names[0]:  # a restriction: its own transpose
+        out += gen.accumulate(names[0], parse_template_expression(
+            "ad.keyword_bars({b}, {d})", b=bar, d=args[1].value))
     elif kind == "cotangent_unpacked_dict" and names[0]:  # a restriction: its own transpose
         out += gen.accumulate(names[0], parse_template_expression(
             "ad.unpacked_dict_bar({b}, {d}, {k})", b=bar, d=args[1].value, k=args[2].value))

@@ -531,9 +531,8 @@ class ReverseAD:
             target = stmt.target.value if isinstance(stmt, cst.For) and \
                 isinstance(stmt.target, cst.Name) else None
             always = {v for n, v in carried.items() if v != n or n == target}  # defined before
-            scopes = _scope_names(core)  # `_t = locals()` (for ad.defined): never taped
-            saved = sorted((always | top) - scopes)
-            maybe = sorted(_all_assigned(core) - top - set(saved) - scopes)
+            saved = sorted(always | top)  # (ANF keeps `locals()` inline: no name holds a scope)
+            maybe = sorted(_all_assigned(core) - top - set(saved))
             tape = self.tmp("tape")
             items = ", ".join(saved)
             if maybe:  # assigned only on some paths through the body: saved when they exist
@@ -604,25 +603,6 @@ class ReverseAD:
 
 
 __all__ = ["Generated", "ReverseAD", "parse_template_expression", "positional_params"]
-
-
-# Methods that change a container in place
-def _scope_names(stmts: list[cst.BaseStatement]) -> set[str]:
-    """The names assigned ``locals()`` in `stmts` (at any depth): the scope a tape entry's
-    ``ad.defined(scope, names)`` reads, which holds the tape itself."""
-    names: set[str] = set()
-
-    class Collect(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            value = node.value
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and \
-                    value.func.value == "locals" and not value.args:
-                for t in node.targets:
-                    names.update(assigned_names(t.target))
-
-    for stmt in stmts:
-        stmt.visit(Collect())
-    return names
 
 
 def _taped_names(saved: list[str]) -> set[str]:
