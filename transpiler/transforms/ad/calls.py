@@ -122,14 +122,12 @@ def vjp_call(fn: Any, args: tuple, kwargs: dict, g: Any,
         return partials.call_vjp(fn, args, kwargs, g)[:-1]
     if is_namedtuple_class(fn) and not kwargs:  # a structure: its fields' cotangents
         return field_cotangents(g, len(args))
-    from transpiler.transforms.ad.control import VJP_RULES  # (ad.control calls vjp_call)
+    from transpiler.transforms.ad.control import reverse_rule  # (ad.control calls vjp_call)
     if isinstance(fn, CustomVJP):
         return custom_vjp_bwd(fn, args, kwargs, g)
     if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's VJP
         return fn.vjp(args, kwargs, g)
-    from transpiler.transforms.common.classify import CONTROL_MODULES  # (classify reads calls)
-    rule = VJP_RULES.get(getattr(fn, "__qualname__", "")) \
-        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    rule = reverse_rule(fn)
     if rule is not None:
         return rule(args, kwargs, g)
     if is_closure(fn):

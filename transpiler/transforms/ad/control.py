@@ -469,12 +469,22 @@ VJP_RULES: dict[str, Callable[[tuple, dict, Any], tuple]] = {
     "map": map_vjp, "while_loop": while_loop_vjp}
 
 
-def vjp_rule(fn: Any) -> Any:
-    """The reverse rule of lax control flow `fn`, or None for any other callee."""
+def reverse_rule(fn: Any) -> Any:
+    """The reverse rule of lax control flow `fn`, or None for any other callee. (Static
+    to the transforms, which read the run-time dispatch calling it.)"""
+    return _rule(VJP_RULES, fn)
+
+
+def forward_rule(fn: Any) -> Any:
+    """The forward rule of lax control flow `fn`, or None for any other callee."""
+    return _rule(JVP_RULES, fn)
+
+
+def _rule(rules: dict, fn: Any) -> Any:
     from transpiler.transforms.common.classify import CONTROL_MODULES
     if getattr(fn, "__module__", None) not in CONTROL_MODULES:
         return None
-    return VJP_RULES.get(getattr(fn, "__qualname__", ""))
+    return rules.get(getattr(fn, "__qualname__", ""))
 
 
 # --- forward mode --------------------------------------------------------------------------

@@ -114,10 +114,8 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
     kwargs_dot = {k: d for k, d in (kwargs_dot or {}).items() if d is not None}
     if kwargs_dot:
         return _keyword_jvp_call(fn, primals, tangents, kwargs, fn_dot, kwargs_dot)
-    from transpiler.transforms.ad.control import JVP_RULES
-    from transpiler.transforms.common.classify import CONTROL_MODULES
-    rule = JVP_RULES.get(getattr(fn, "__qualname__", "")) \
-        if getattr(fn, "__module__", None) in CONTROL_MODULES else None
+    from transpiler.transforms.ad.control import forward_rule  # (ad.control calls jvp_call)
+    rule = forward_rule(fn)
     if rule is not None:
         return rule(primals, tangents, kwargs)
     if getattr(type(fn), "runtime_transform", False):  # vmap(f): vmap of f's JVP

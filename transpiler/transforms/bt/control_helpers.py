@@ -20,16 +20,15 @@ from transpiler.transforms.common.closures import carries_derivative, closure_it
 from transpiler.tree_util._registry import sequence_like
 
 
-def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any,
-         forward: bool = False) -> tuple[Any, Any]:
-    """``ad.control.fill`` (``ad.forward._filled`` when `forward`) batched: `bar` with
-    `primal`'s full structure, zeros (one member's shape, unbatched) where nothing flowed."""
+def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any) -> tuple[Any, Any]:
+    """``ad.control.fill`` batched: `bar` with `primal`'s full structure, zeros (one
+    member's shape, unbatched) where nothing flowed."""
 
     def sub(key: Any, value: Any) -> tuple[Any, Any]:
         inner = None if bar is None else (bar.get(key) if isinstance(bar, dict) else bar[key])
-        return fill(inner, part(bar_dims, key), value, part(primal_dims, key), forward)
+        return fill(inner, part(bar_dims, key), value, part(primal_dims, key))
 
-    if is_closure(primal) and not forward:
+    if is_closure(primal):
         pairs = {m: sub(m, v) for m, v in closure_items(primal) if carries_derivative(v)}
         return {m: p[0] for m, p in pairs.items()}, {m: p[1] for m, p in pairs.items()}
     if isinstance(primal, dict):
@@ -40,8 +39,7 @@ def fill(bar: Any, bar_dims: Any, primal: Any, primal_dims: Any,
         return sequence_like(primal, [p[0] for p in parts]), tuple(p[1] for p in parts)
     if bar is not None:
         return bar, bar_dims
-    if primal is None or (forward and (isinstance(primal, (str, bytes, type)) or callable(
-            primal))) or (not forward and not carries_derivative(primal)):
+    if primal is None or not carries_derivative(primal):
         return None, None
     member = bt.view(primal, primal_dims) if primal_dims is not None else abstractify(primal)
     return jnp.zeros(member.shape, member.dtype), None

@@ -277,7 +277,7 @@ def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> 
                                     (func_dims, (*bound_dims, *a_dims),
                                      {**keyword_dims, **k_dims}, g_dims), {}, {})
         return tuple(bars)[k:], (None if bars_dims is None else tuple(bars_dims)[k:])
-    rule = control.vjp_rule(f)
+    rule = control.reverse_rule(f)
     if rule is not None and g is not None:  # lax control flow: its rule, batched (read)
         bars, bar_dims = bt.call(rule, (call_args, call_kwargs, g), (a_dims, k_dims, g_dims))
         return tuple(bars), (None if bar_dims is None else tuple(bar_dims))

@@ -86,6 +86,7 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 def _static_functions() -> frozenset:
     from transpiler.numpy import creation
     from transpiler.transforms.common import signature
+    from transpiler.transforms.ad import control  # (the rules of lax control flow)
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
@@ -97,6 +98,7 @@ def _static_functions() -> frozenset:
                       runtime_helpers.is_scalar, rewritten.sort_order, calls.unbound,
                       calls.needs_primal, calls.differentiated_keywords,
                       inspect.signature, signature.star_name, signature.source_signature,
+                      control.reverse_rule, control.forward_rule,
                       core.normalize_axis, core.normalize_axes, core.broadcast_shapes,
                       core.promote_avals, core.shape_error, core.dtype_error})
 
