@@ -1,4 +1,4 @@
-"""Registry-driven checks of the JVP templates (transpiler/primitives/derivatives.py).
+"""Registry-driven checks of the JVP templates (declared with each primitive, transpiler/primitives/).
 
 The primitive calls are those of tests/test_vjp_rules.py (every call the registry cases
 make, plus its EXTRA calls) and a few kinks below. Each call is replayed in float64 and:

@@ -1,4 +1,4 @@
-"""Registry-driven checks of the VJP templates (transpiler/primitives/derivatives.py).
+"""Registry-driven checks of the VJP templates (declared with each primitive, transpiler/primitives/).
 
 Every primitive call made by the registry cases (tests/cases/*.py) is recorded by wrapping
 `core.bind`; each recorded call with floating operands is then replayed in float64 and its

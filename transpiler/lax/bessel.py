@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from transpiler.lax.special_primitive import define_special, finfo
-from transpiler.primitives.derivatives import elementwise
+from transpiler.primitives.derivative_forms import elementwise
 
 _SWITCH = 20.0
 
@@ -64,5 +64,5 @@ bessel_i0e = define_special("bessel_i0e", i0e_algorithm,
 bessel_i1e = define_special("bessel_i1e", i1e_algorithm, chlo="chlo.bessel_i1e",
                             doc="``exp(-|x|) I1(x)``, elementwise.")
 
-elementwise(bessel_i0e, x="{g} * (lax.bessel_i1e(x) - jnp.sign(x) * out)")
-elementwise(bessel_i1e, x="{g} * ad.bessel_i1e_slope(x, out)")
+bessel_i0e.def_rules(**elementwise(x="{g} * (lax.bessel_i1e(x) - jnp.sign(x) * out)"))
+bessel_i1e.def_rules(**elementwise(x="{g} * ad.bessel_i1e_slope(x, out)"))

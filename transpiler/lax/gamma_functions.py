@@ -27,7 +27,7 @@ import numpy as np
 
 from transpiler import numpy as jnp
 from transpiler.lax.special_primitive import define_special
-from transpiler.primitives.derivatives import elementwise
+from transpiler.primitives.derivative_forms import elementwise
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -175,9 +175,11 @@ def digamma_of(xp: Any, x: Any) -> Any:
     return digamma_algorithm(np, x) if xp is np else digamma(x)
 
 
-elementwise(lgamma, x="{g} * lax.digamma(x)")
-elementwise(digamma, x="{g} * lax.polygamma(1, x)")
-elementwise(polygamma, m="ad.no_derivative('polygamma', 'm', {g})",
-            x="{g} * lax.polygamma(m + 1, x)")
-elementwise(zeta, x="{g} * ad.zeta_s_derivative(x, q)",
-            q="{g} * -x * lax.zeta(x + 1, q)")
+lgamma.def_rules(**elementwise(x="{g} * lax.digamma(x)"))
+digamma.def_rules(**elementwise(x="{g} * lax.polygamma(1, x)"))
+polygamma.def_rules(**elementwise(
+    m="ad.no_derivative('polygamma', 'm', {g})",
+    x="{g} * lax.polygamma(m + 1, x)"))
+zeta.def_rules(**elementwise(
+    x="{g} * ad.zeta_s_derivative(x, q)",
+    q="{g} * -x * lax.zeta(x + 1, q)"))

@@ -16,7 +16,7 @@ import numpy as np
 
 from transpiler.lax.gamma_functions import lgamma_of
 from transpiler.lax.special_primitive import define_special, finfo, loop
-from transpiler.primitives.derivatives import elementwise
+from transpiler.primitives.derivative_forms import elementwise
 
 
 def _lentz(xp: Any, a: Any, b: Any, x: Any) -> Any:
@@ -80,7 +80,8 @@ def betainc_algorithm(xp: Any, a: Any, b: Any, x: Any) -> Any:
 betainc = define_special("regularized_incomplete_beta", betainc_algorithm,
                          doc="The regularized incomplete beta function I_x(a, b).")
 
-elementwise(betainc, a="ad.no_derivative('betainc', 'a', {g})",
-            b="ad.no_derivative('betainc', 'b', {g})",
-            x="{g} * jnp.exp((b - 1) * jnp.log1p(-x) + (a - 1) * jnp.log(x) - lax.lgamma(a) "
-              "- lax.lgamma(b) + lax.lgamma(a + b))")
+betainc.def_rules(**elementwise(
+    a="ad.no_derivative('betainc', 'a', {g})",
+    b="ad.no_derivative('betainc', 'b', {g})",
+    x="{g} * jnp.exp((b - 1) * jnp.log1p(-x) + (a - 1) * jnp.log(x) - lax.lgamma(a) "
+      "- lax.lgamma(b) + lax.lgamma(a + b))"))

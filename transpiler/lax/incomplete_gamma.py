@@ -18,7 +18,7 @@ import numpy as np
 
 from transpiler.lax.gamma_functions import digamma_of, lgamma_of
 from transpiler.lax.special_primitive import define_special, finfo, loop
-from transpiler.primitives.derivatives import elementwise
+from transpiler.primitives.derivative_forms import elementwise
 
 VALUE, DERIVATIVE, SAMPLE_DERIVATIVE = "value", "derivative", "sample derivative"
 _MAX_FRACTION_TERMS = 2000
@@ -173,11 +173,13 @@ random_gamma_grad = define_special(
 
 # dP/dx is the density x^(a-1) e^-x / Gamma(a).
 _DENSITY = "jnp.exp((a - 1) * jnp.log(x) - x - lax.lgamma(a))"
-elementwise(igamma, a="{g} * lax.igamma_grad_a(a, x)", x="{g} * " + _DENSITY)
-elementwise(igammac, a="-{g} * lax.igamma_grad_a(a, x)", x="-{g} * " + _DENSITY)
-elementwise(igamma_grad_a, a="ad.no_derivative('igamma_grad_a', 'a', {g})",
-            x=f"{{g}} * {_DENSITY} * (jnp.log(x) - lax.digamma(a))")
+igamma.def_rules(**elementwise(a="{g} * lax.igamma_grad_a(a, x)", x="{g} * " + _DENSITY))
+igammac.def_rules(**elementwise(a="-{g} * lax.igamma_grad_a(a, x)", x="-{g} * " + _DENSITY))
+igamma_grad_a.def_rules(**elementwise(
+    a="ad.no_derivative('igamma_grad_a', 'a', {g})",
+    x=f"{{g}} * {_DENSITY} * (jnp.log(x) - lax.digamma(a))"))
 # With P_a = dP/da and p the density: out = -P_a / p, so d out / dx = -(P_ax p - P_a p_x) / p^2
 # = -(log x - digamma(a)) - out ((a - 1) / x - 1).
-elementwise(random_gamma_grad, a="ad.no_derivative('random_gamma_grad', 'a', {g})",
-            x="{g} * (lax.digamma(a) - jnp.log(x) - out * ((a - 1) / x - 1))")
+random_gamma_grad.def_rules(**elementwise(
+    a="ad.no_derivative('random_gamma_grad', 'a', {g})",
+    x="{g} * (lax.digamma(a) - jnp.log(x) - out * ((a - 1) / x - 1))"))

@@ -25,7 +25,7 @@ from transpiler import numpy as jnp
 from transpiler.lax.control import while_loop
 from transpiler.lowering.builder import LoweringContext
 from transpiler.primitives import conversions as conv
-from transpiler.primitives.batch_elementwise import elementwise_rule
+from transpiler.primitives.batching import elementwise_rule
 from transpiler.primitives.core import (Primitive, ShapedArray, abstractify, broadcast_shapes,
                                         define, dtype_error, promote_avals)
 from transpiler.primitives.elementwise import compute_dtype

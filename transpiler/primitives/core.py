@@ -16,9 +16,12 @@ A `Primitive` carries the rules every transformation needs:
 ``batch``           vmap rule (batching.py)
 ==================  ==========================================================
 
-The first three are given where the primitive is defined (`define`); the transformation
-rules are attached with `Primitive.def_rules`, once each: a primitive's JVP and VJP side by
-side in derivatives.py, its batching rule with its family's in ``batch_*.py``.
+All of them are declared in one place, the module of the primitive's family: given to
+`define`, or, for a rule that refers to the primitive itself (a batching rule that binds
+it), attached right after it with `Primitive.def_rules`; each rule once.
+derivative_forms.py writes the JVP and VJP of the common cases from one formula (an
+elementwise factor, a linear map and its transpose); batching.py holds what batching
+rules share.
 
 `bind` runs a primitive: with NumPy values it computes eagerly and wraps the result in an
 `Array`; when any operand is a `Tracer` it appends the operation to the trace instead. The
@@ -120,9 +123,12 @@ def register(prim: Primitive) -> Primitive:
     return prim
 
 
-def define(name: str, *, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
-    """Create and register a primitive in one call (give `lower`, `composite` or both)."""
-    return register(Primitive(name, impl=impl, abstract_eval=abstract_eval, **kwargs))
+def define(name: str, *, impl: Callable, abstract_eval: Callable, jvp: Any = None,
+           vjp: Any = None, batch: Any = None, **kwargs: Any) -> Primitive:
+    """Create and register a primitive in one call: its computation (give `lower`,
+    `composite` or both) and whichever of its transformation rules need not refer to it."""
+    prim = register(Primitive(name, impl=impl, abstract_eval=abstract_eval, **kwargs))
+    return prim.def_rules(jvp=jvp, vjp=vjp, batch=batch)
 
 
 # --- values: what bind accepts ------------------------------------------------------------

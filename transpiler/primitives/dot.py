@@ -13,8 +13,11 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, attr, tensor_type
-from transpiler.primitives.core import (ShapedArray, define, dtype_error, promote_avals,
-                                        shape_error)
+from transpiler.primitives.batching import batch_axis, shift_axes
+from transpiler.primitives.core import (ShapedArray, abstractify, define, dtype_error,
+                                        promote_avals, shape_error)
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
@@ -211,7 +214,59 @@ def _complex_product(ctx: LoweringContext, lhs: Any, rhs: Any, lhs_aval: ShapedA
         ac.type.shape, lhs_aval.dtype))
 
 
-dot_general = define("dot_general", impl=_dot_impl, abstract_eval=_dot_eval, lower=_dot_lower,
-                     doc=__doc__ or "")
+# --- batching: with both operands batched, the two batch axes become a new leading pair of
+# batch dimensions, so the result's batch axis is 0. With one operand batched, its batch
+# axis is a free (non-contracting, non-batch) dimension of that operand; the result lists
+# batch dims, then lhs free dims, then rhs free dims (each in operand order), which gives
+# the result's batch axis.
+
+def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> list[int]:
+    used = set(contracting) | set(batch)
+    return [i for i in range(ndim) if i not in used]
+
+
+def _dot_general_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+                      dimension_numbers: Any, **params: Any) -> tuple[Any, Optional[int]]:
+    lhs, rhs = args
+    ld, rd = dims
+    (lc, rc), (lb, rb) = normalize_dimension_numbers(dimension_numbers)
+    if ld is None and rd is None:
+        return dot_general(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params), None
+    if ld is not None:
+        ld = batch_axis(lhs, ld)
+        lc, lb = shift_axes(lc, ld), shift_axes(lb, ld)
+    if rd is not None:
+        rd = batch_axis(rhs, rd)
+        rc, rb = shift_axes(rc, rd), shift_axes(rb, rd)
+    out_dim: int
+    if ld is not None and rd is not None:  # a new leading batch pair
+        lb, rb = (ld, *lb), (rd, *rb)
+        out_dim = 0
+    elif ld is not None:  # a free dimension of lhs
+        lhs_free = _free(abstractify(lhs).ndim, lc, lb)
+        out_dim = len(lb) + lhs_free.index(ld)
+    else:  # a free dimension of rhs
+        assert rd is not None
+        lhs_free = _free(abstractify(lhs).ndim, lc, lb)
+        rhs_free = _free(abstractify(rhs).ndim, rc, rb)
+        out_dim = len(lb) + len(lhs_free) + rhs_free.index(rd)
+    out = dot_general(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params)
+    return out, out_dim
+
+
+# Tangents are computed in the output's dtype (which a preferred_element_type param sets,
+# when given). Cotangents contract out_bar with the other operand, transposed back to the
+# operand's layout (JAX's _dot_general_transpose_lhs/rhs), cast to the operand's dtype
+# (which also undoes a preferred_element_type).
+dot_general = define(
+    "dot_general", impl=_dot_impl, abstract_eval=_dot_eval, lower=_dot_lower,
+    doc=__doc__ or "", batch=_dot_general_rule,
+    jvp=jvp_template(("lhs", "rhs"),
+                     lhs="ad.dot_general_tangent(lhs_dot, rhs, dimension_numbers, out)",
+                     rhs="ad.dot_general_tangent(lhs, rhs_dot, dimension_numbers, out)"),
+    vjp=vjp_template(("lhs", "rhs"), """
+lhs_bar = ad.dot_transpose_lhs(out_bar, lhs, rhs, dimension_numbers)
+rhs_bar = ad.dot_transpose_rhs(out_bar, lhs, rhs, dimension_numbers)
+"""))
 
 __all__ = ["dot_general", "check_dot_shapes", "normalize_dimension_numbers"]

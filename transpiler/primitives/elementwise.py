@@ -1,7 +1,9 @@
 """Elementwise primitives: NumPy broadcasting and JAX dtype promotion, one line each.
 
 ``def_unary``/``def_binary`` build the whole rule table of an elementwise op from its
-NumPy function and its StableHLO op name.
+NumPy function, its StableHLO op name and its derivative, a pointwise factor per operand
+(derivative_forms.elementwise: ``{g}`` is the tangent in the JVP, the cotangent in the
+VJP); the batching rule is the one of every elementwise primitive (batching.py).
 """
 
 from __future__ import annotations
@@ -12,8 +14,13 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, tensor_type
+from transpiler.primitives.batching import elementwise_rule
 from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes, define,
                                         dtype_error, promote_avals)
+from transpiler.primitives.derivative_forms import (Rules, elementwise, linear,
+                                                    piecewise_constant)
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 # Which inputs an op accepts and what it returns:
 #   "float":  any number; ints and bools are promoted to the default float (like jnp.sin)
@@ -63,9 +70,24 @@ def _eager(fn: Callable, arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarra
         return np.asarray(fn(*[a.astype(work, copy=False) for a in arrays]))
 
 
+def _define(name: str, impl: Callable, abstract_eval: Callable, lower: Callable, kind: str,
+            rules: Rules) -> Primitive:
+    prim = define(name, impl=impl, abstract_eval=abstract_eval, lower=lower,
+                  differentiable=kind in ("float", "number"), family="elementwise", **rules)
+    return prim.def_rules(batch=elementwise_rule(prim))
+
+
+def _derivative(derivative: Optional[dict[str, str]], rules: Optional[Rules]) -> Rules:
+    if derivative is not None:
+        return elementwise(**derivative)
+    return rules or {}
+
+
 def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float",
-              lower: Optional[Callable] = None) -> Primitive:
-    """An elementwise unary primitive: ``y = np_fn(x)``, lowered to op `hlo`."""
+              lower: Optional[Callable] = None, derivative: Optional[str] = None,
+              rules: Optional[Rules] = None) -> Primitive:
+    """An elementwise unary primitive: ``y = np_fn(x)``, lowered to op `hlo`, whose
+    derivative is the factor `derivative` (or given as its templates, `rules`)."""
 
     def abstract_eval(x: ShapedArray) -> ShapedArray:
         dtype, weak = _result_dtype(name, kind, x.dtype, x.weak_type)
@@ -86,13 +108,16 @@ def def_unary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "float
         x = ctx.convert(x, aval, operand_dtype)
         return ctx.op(hlo, [x])  # type: ignore[arg-type]
 
-    return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
-                  differentiable=kind in ("float", "number"), family="elementwise")
+    return _define(name, impl, abstract_eval, lower or default_lower, kind,
+                   _derivative(None if derivative is None else {"x": derivative}, rules))
 
 
 def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "number",
-               lower: Optional[Callable] = None, direction: Optional[str] = None) -> Primitive:
-    """An elementwise binary primitive with broadcasting and promotion."""
+               lower: Optional[Callable] = None, direction: Optional[str] = None,
+               derivative: Optional[tuple[str, str]] = None,
+               rules: Optional[Rules] = None) -> Primitive:
+    """An elementwise binary primitive with broadcasting and promotion, whose derivative is
+    a factor per operand, `derivative` (``x``'s, ``y``'s; or its templates, `rules`)."""
 
     def operand_dtype(x: ShapedArray, y: ShapedArray) -> tuple[np.dtype, bool]:
         if kind == "bool":
@@ -127,8 +152,8 @@ def def_binary(name: str, np_fn: Callable, hlo: Optional[str], kind: str = "numb
             return ctx.compare(x, y, direction, dtype, out.shape)
         return ctx.op(hlo, [x, y])  # type: ignore[arg-type]
 
-    return define(name, impl=impl, abstract_eval=abstract_eval, lower=lower or default_lower,
-                  differentiable=kind in ("float", "number"), family="elementwise")
+    return _define(name, impl, abstract_eval, lower or default_lower, kind, _derivative(
+        None if derivative is None else dict(zip(("x", "y"), derivative)), rules))
 
 
 # --- lowerings that are more than one op -----------------------------------------------
@@ -376,43 +401,68 @@ def _np_sign(x: np.ndarray) -> np.ndarray:
     return np.sign(x) if x.dtype != np.bool_ else x
 
 
-# --- the table ----------------------------------------------------------------------------
-exp = def_unary("exp", np.exp, "stablehlo.exponential")
-log = def_unary("log", np.log, "stablehlo.log")
-log1p = def_unary("log1p", np.log1p, "stablehlo.log_plus_one")
-expm1 = def_unary("expm1", np.expm1, "stablehlo.exponential_minus_one")
-sqrt = def_unary("sqrt", np.sqrt, "stablehlo.sqrt")
-rsqrt = def_unary("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt")
-cbrt = def_unary("cbrt", np.cbrt, "stablehlo.cbrt", lower=_lower_cbrt)
-sin = def_unary("sin", np.sin, "stablehlo.sine")
-cos = def_unary("cos", np.cos, "stablehlo.cosine")
-tan = def_unary("tan", np.tan, "stablehlo.tan")
-tanh = def_unary("tanh", np.tanh, "stablehlo.tanh")
-arctan = def_unary("arctan", np.arctan, None, lower=_lower_arctan)
-logistic = def_unary("logistic", lambda x: 0.5 * (np.tanh(0.5 * x) + 1), "stablehlo.logistic")
-floor = def_unary("floor", np.floor, "stablehlo.floor", kind="number")
-ceil = def_unary("ceil", np.ceil, "stablehlo.ceil", kind="number")
-round_ = def_unary("round", _np_round, "stablehlo.round_nearest_even", kind="number")
+# --- the table (the derivative from x or from the result `out`) ---------------------------
+exp = def_unary("exp", np.exp, "stablehlo.exponential", derivative="{g} * out")
+log = def_unary("log", np.log, "stablehlo.log", derivative="{g} / x")
+log1p = def_unary("log1p", np.log1p, "stablehlo.log_plus_one", derivative="{g} / (x + 1)")
+expm1 = def_unary("expm1", np.expm1, "stablehlo.exponential_minus_one",
+                  derivative="{g} * (out + 1)")
+sqrt = def_unary("sqrt", np.sqrt, "stablehlo.sqrt", derivative="{g} / (2 * out)")
+rsqrt = def_unary("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt",
+                  derivative="{g} * (-0.5) * out / x")
+cbrt = def_unary("cbrt", np.cbrt, "stablehlo.cbrt", lower=_lower_cbrt,
+                 derivative="{g} / (3 * lax.integer_pow(out, 2))")
+sin = def_unary("sin", np.sin, "stablehlo.sine", derivative="{g} * jnp.cos(x)")
+cos = def_unary("cos", np.cos, "stablehlo.cosine", derivative="-({g} * jnp.sin(x))")
+tan = def_unary("tan", np.tan, "stablehlo.tan", derivative="{g} * (1 + jnp.square(out))")
+tanh = def_unary("tanh", np.tanh, "stablehlo.tanh", derivative="{g} * (1 - jnp.square(out))")
+arctan = def_unary("arctan", np.arctan, None, lower=_lower_arctan,
+                   derivative="{g} / (1 + jnp.square(x))")
+logistic = def_unary("logistic", lambda x: 0.5 * (np.tanh(0.5 * x) + 1), "stablehlo.logistic",
+                     derivative="{g} * out * (1 - out)")
+# Zero derivative almost everywhere, as in JAX.
+floor = def_unary("floor", np.floor, "stablehlo.floor", kind="number",
+                  rules=piecewise_constant())
+ceil = def_unary("ceil", np.ceil, "stablehlo.ceil", kind="number", rules=piecewise_constant())
+round_ = def_unary("round", _np_round, "stablehlo.round_nearest_even", kind="number",
+                   rules=piecewise_constant())
+# JAX: +1 at 0; of a complex x, the real part of {g} conj(x) / |x| (0 at 0).
 abs_ = def_unary("abs", np.abs, "stablehlo.abs", kind="number",
-                 lower=_lower_abs_sign("stablehlo.abs"))
-negative = def_unary("negative", np.negative, "stablehlo.negate", kind="number")
+                 lower=_lower_abs_sign("stablehlo.abs"),
+                 rules={"jvp": jvp_template(("x",), x="ad.abs_tangent(x_dot, x)"),
+                        "vjp": vjp_template(("x",), "x_bar = ad.abs_cotangent(out_bar, x)")})
+negative = def_unary("negative", np.negative, "stablehlo.negate", kind="number",
+                     derivative="-{g}")
 sign = def_unary("sign", _np_sign, "stablehlo.sign", kind="number",
-                 lower=_lower_abs_sign("stablehlo.sign"))
+                 lower=_lower_abs_sign("stablehlo.sign"), rules=piecewise_constant())
 isnan = def_unary("isnan", np.isnan, None, kind="test", lower=_lower_isnan)
 isfinite = def_unary("isfinite", np.isfinite, None, kind="test", lower=_lower_isfinite)
 logical_not = def_unary("logical_not", np.logical_not, "stablehlo.not", kind="bool")
 invert = def_unary("invert", np.invert, "stablehlo.not", kind="int")
 
-add = def_binary("add", np.add, "stablehlo.add")
-subtract = def_binary("subtract", np.subtract, "stablehlo.subtract")
-multiply = def_binary("multiply", np.multiply, "stablehlo.multiply")
-true_divide = def_binary("true_divide", np.true_divide, "stablehlo.divide", kind="float")
-floor_divide = def_binary("floor_divide", np.floor_divide, None, lower=_lower_floor_divide)
-remainder = def_binary("remainder", np.remainder, None, lower=_lower_remainder)
-power = def_binary("power", np.power, "stablehlo.power", lower=_lower_power)
-maximum = def_binary("maximum", np.maximum, "stablehlo.maximum")
-minimum = def_binary("minimum", np.minimum, "stablehlo.minimum")
-arctan2 = def_binary("arctan2", np.arctan2, None, kind="float", lower=_lower_arctan2)
+add = def_binary("add", np.add, "stablehlo.add", derivative=("{g}", "{g}"))
+subtract = def_binary("subtract", np.subtract, "stablehlo.subtract", derivative=("{g}", "-{g}"))
+multiply = def_binary("multiply", np.multiply, "stablehlo.multiply",
+                      derivative=("{g} * y", "{g} * x"))
+true_divide = def_binary("true_divide", np.true_divide, "stablehlo.divide", kind="float",
+                         derivative=("{g} / y", "-{g} * x / jnp.square(y)"))
+floor_divide = def_binary("floor_divide", np.floor_divide, None, lower=_lower_floor_divide,
+                          rules=piecewise_constant(("x", "y")))
+# remainder = x - y * floor(x / y) (what jnp.remainder's jvp gives too, through lax.rem)
+remainder = def_binary("remainder", np.remainder, None, lower=_lower_remainder,
+                       derivative=("{g}", "-{g} * jnp.floor(x / y)"))
+# x ** y: d/dx = y x**(y-1) (0 where y == 0), d/dy = log(x) x**y (0 where x == 0), as JAX.
+power = def_binary("power", np.power, "stablehlo.power", lower=_lower_power, derivative=(
+    "{g} * jnp.where(y == 0, 0.0, y * jnp.power(x, y - 1))",
+    "{g} * out * jnp.log(jnp.where(x == 0, 1.0, x))"))
+# Ties split the derivative 0.5/0.5 between the operands, as in JAX.
+maximum = def_binary("maximum", np.maximum, "stablehlo.maximum", derivative=(
+    "{g} * ad.balanced_eq(x, out, y)", "{g} * ad.balanced_eq(y, out, x)"))
+minimum = def_binary("minimum", np.minimum, "stablehlo.minimum", derivative=(
+    "{g} * ad.balanced_eq(x, out, y)", "{g} * ad.balanced_eq(y, out, x)"))
+arctan2 = def_binary("arctan2", np.arctan2, None, kind="float", lower=_lower_arctan2,
+                     derivative=("{g} * y / (jnp.square(x) + jnp.square(y))",
+                                 "-{g} * x / (jnp.square(x) + jnp.square(y))"))
 equal = def_binary("equal", np.equal, None, kind="test", direction="EQ")
 not_equal = def_binary("not_equal", np.not_equal, None, kind="test", direction="NE")
 less = def_binary("less", np.less, None, kind="test", direction="LT")
@@ -438,8 +488,10 @@ def complex_operand(name: str, x: ShapedArray) -> ShapedArray:
     return x
 
 
-def _def_part(name: str, np_fn: Callable, hlo: str, keeps_dtype: bool = False) -> Primitive:
-    """real, imag, conj: a complex operand to its part (or its conjugate)."""
+def _def_part(name: str, np_fn: Callable, hlo: str, rules: Rules,
+              keeps_dtype: bool = False) -> Primitive:
+    """real, imag, conj: a complex operand to its part (or its conjugate); linear over the
+    reals, with `rules` JAX's transposes (no conjugation)."""
 
     def abstract_eval(x: ShapedArray) -> ShapedArray:
         complex_operand(name, x)
@@ -453,13 +505,15 @@ def _def_part(name: str, np_fn: Callable, hlo: str, keeps_dtype: bool = False) -
                                                              imag.type)])
         return ctx.op(hlo, [x])
 
-    return define(name, impl=lambda x: np.asarray(np_fn(x)), abstract_eval=abstract_eval,
-                  lower=lower, family="elementwise")
+    return _define(name, lambda x: np.asarray(np_fn(x)), abstract_eval, lower, "float", rules)
 
 
-real = _def_part("real", np.real, "stablehlo.real")
-imag = _def_part("imag", np.imag, "stablehlo.imag")
-conj = _def_part("conj", np.conj, "conj", keeps_dtype=True)
+real = _def_part("real", np.real, "stablehlo.real",
+                 linear("lax.real({t})", "lax.complex({t}, jnp.zeros_like({t}))"))
+imag = _def_part("imag", np.imag, "stablehlo.imag",
+                 linear("lax.imag({t})", "lax.complex(jnp.zeros_like({t}), -{t})"))
+conj = _def_part("conj", np.conj, "conj", linear("lax.conj({t})", "lax.conj({t})"),
+                 keeps_dtype=True)
 
 
 def _complex_dtype(x: ShapedArray, y: ShapedArray) -> tuple[np.dtype, bool]:
@@ -491,5 +545,10 @@ def _complex_lower(ctx: LoweringContext, x: Any, y: Any) -> Any:
 
 
 # complex(x, y) = x + i y: lax.complex
-complex_ = define("complex", impl=_complex_impl, abstract_eval=_complex_eval,
-                  lower=_complex_lower, family="elementwise")
+complex_ = _define("complex", _complex_impl, _complex_eval, _complex_lower, "float", {
+    "jvp": jvp_template(("x", "y"), x="lax.complex(x_dot, jnp.zeros_like(x_dot))",
+                        y="lax.complex(jnp.zeros_like(y_dot), y_dot)"),
+    "vjp": vjp_template(("x", "y"), """
+x_bar = ad.unbroadcast_like(lax.real(out_bar), x)
+y_bar = ad.unbroadcast_like(-lax.imag(out_bar), y)
+""")})

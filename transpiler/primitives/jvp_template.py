@@ -5,7 +5,7 @@ A template gives, for each differentiable operand, the Python expression of that
 ``<operand>_dot`` (that operand's tangent), ``out`` (the primal output) and the
 primitive's params, all referred to by name::
 
-    jvp_template(("x", "y"), x="x_dot * y", y="x * y_dot")  # multiply (derivatives.py)
+    jvp_template(("x", "y"), x="x_dot * y", y="x * y_dot")  # multiply (elementwise.py)
 
 The forward transform sums the contributions of the operands whose tangents are nonzero
 and wraps the sum as ``ad.tangent_like(<sum>, out)`` (the output's shape and dtype).

@@ -32,16 +32,20 @@ Lowering notes:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
+from transpiler.primitives.batching import batch_axis, shift_axes
 from transpiler.primitives.core import (Primitive, ShapedArray, define, dtype_error,
                                         shape_error)
+from transpiler.primitives.derivative_forms import linear
 from transpiler.primitives.elementwise import compute_dtype
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 # Float sums and products over more than REDUCE_BLOCK elements are reduced in blocks (see
 # module doc): the largest of _EXACT_BLOCKS that divides the length, else REDUCE_BLOCK
@@ -389,3 +393,69 @@ cumsum = _def_cumulative("sum")
 cumprod = _def_cumulative("prod")
 cummax = _def_cumulative("max")
 cummin = _def_cumulative("min")
+
+
+# --- batching rules: no data moves; the batch axis stays where it is and the axis params
+# are renumbered around it (`shift_axes`). reduce_<kind>: the renumbered axes are reduced,
+# the batch axis lands after the surviving axes that precede it; argmax/argmin: the
+# renumbered axis is dropped, the batch axis moves down by one when the reduced axis
+# precedes it; cum<kind>: same shape as the input, the batch axis stays put. Operands that
+# are not batched at all are applied as they are (``out_dim`` None).
+
+def _reduce_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+             axes: Sequence[int], **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axes=tuple(axes), **params), None
+        d = batch_axis(x, d)
+        new_axes = shift_axes(axes, d)
+        out_dim = d - sum(1 for a in new_axes if a < d)
+        return prim.bind(x, axes=new_axes, **params), out_dim
+    return rule
+
+
+def _axis_rule(prim: Primitive, removes_axis: bool) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]], *,
+             axis: int, **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axis=axis, **params), None
+        d = batch_axis(x, d)
+        (new_axis,) = shift_axes((axis,), d)
+        out_dim = d - 1 if removes_axis and new_axis < d else d
+        return prim.bind(x, axis=new_axis, **params), out_dim
+    return rule
+
+
+# --- the rules of each primitive: derivatives and batching ---------------------------------
+
+reduce_sum.def_rules(batch=_reduce_rule(reduce_sum),
+                     **linear("ad.reduce_sum_tangent({t}, axes)",
+                              "ad.expand_reduced({t}, jnp.shape(x), axes)"))
+reduce_prod.def_rules(batch=_reduce_rule(reduce_prod),
+                      jvp=jvp_template(("x",), x="ad.prod_tangent(x_dot, x, out, axes)"),
+                      vjp=vjp_template(("x",), "x_bar = ad.prod_cotangent(out_bar, x, axes)"))
+# Ties share the derivative equally (JAX's chooser rule).
+for _prim in (reduce_max, reduce_min):
+    _prim.def_rules(
+        batch=_reduce_rule(_prim),
+        jvp=jvp_template(("x",), x="ad.chooser_tangent(x_dot, x, out, axes)"),
+        vjp=vjp_template(("x",), "x_bar = ad.chooser_cotangent(out_bar, x, out, axes)"))
+for _prim in (reduce_and, reduce_or):
+    _prim.def_rules(batch=_reduce_rule(_prim))
+for _prim in (argmax, argmin):
+    _prim.def_rules(batch=_axis_rule(_prim, removes_axis=True))
+cumsum.def_rules(batch=_axis_rule(cumsum, removes_axis=False),
+                 **linear("ad.cumsum({t}, axis, reverse)", "ad.cumsum({t}, axis, not reverse)"))
+cumprod.def_rules(
+    batch=_axis_rule(cumprod, removes_axis=False),
+    jvp=jvp_template(("x",), x="ad.cumprod_tangent(x_dot, x, axis, reverse)"),
+    vjp=vjp_template(("x",), "x_bar = ad.cumprod_cotangent(out_bar, x, out, axis, reverse)"))
+for _prim in (cummax, cummin):
+    _prim.def_rules(
+        batch=_axis_rule(_prim, removes_axis=False),
+        jvp=jvp_template(("x",), x="ad.cumulative_chooser_tangent(x_dot, x, out, axis, reverse)"),
+        vjp=vjp_template(("x",), """
+x_bar = ad.cumulative_chooser_cotangent(out_bar, x, out, axis, reverse)
+"""))

@@ -1,4 +1,11 @@
-"""Shape primitives: reshape, broadcast_to, transpose, concatenate, pad, rev, slice."""
+"""Shape primitives: reshape, broadcast_to, transpose, concatenate, pad, rev, slice.
+
+Each is linear: its JVP applies it to the tangent and its VJP is its transpose
+(derivative_forms.linear). Every batching rule moves the batch axis of its operand to the
+front (`move_to_front`), applies the primitive with its axis parameters shifted by one and
+the batch size prepended to its shape parameters, and reports the batch axis of the result
+as 0. The rules use primitives only, so they run eagerly and stage under jit.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,13 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
-from transpiler.primitives.core import ShapedArray, define, promote_avals, shape_error
+from transpiler.primitives import conversions as cv
+from transpiler.primitives.batching import batch_size, materialize, move_to_front
+from transpiler.primitives.core import (ShapedArray, abstractify, define, promote_avals,
+                                        shape_error)
+from transpiler.primitives.derivative_forms import linear
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 
 # reshape(x, new_sizes): row-major, sizes fully static (no -1 here; jnp.reshape resolves it).
@@ -233,6 +246,126 @@ def _i64(value: int) -> Any:
     from iree.compiler import ir
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
 
+
+# --- batching rules -------------------------------------------------------------------------
+
+Dims = Sequence[Optional[int]]
+Result = tuple[Any, Optional[int]]
+
+
+def _unbatched(dims: Dims) -> bool:
+    return all(d is None for d in dims)
+
+
+def _reshape_rule(args: Sequence[Any], dims: Dims, *, new_sizes: tuple[int, ...]) -> Result:
+    (x,), (d,) = args, dims
+    if d is None:
+        return reshape(x, new_sizes=new_sizes), None
+    size = batch_size(args, dims)
+    return reshape(move_to_front(x, d), new_sizes=(size, *new_sizes)), 0
+
+
+def _broadcast_to_rule(args: Sequence[Any], dims: Dims, *, shape: tuple[int, ...]) -> Result:
+    (x,), (d,) = args, dims
+    if d is None:
+        return broadcast_to(x, shape=shape), None
+    size = batch_size(args, dims)
+    x = move_to_front(x, d)
+    inner = abstractify(x).shape[1:]
+    extra = len(shape) - len(inner)
+    if extra > 0:  # singleton axes after the batch axis keep `inner` right-aligned
+        x = reshape(x, new_sizes=(size, *(1,) * extra, *inner))
+    return broadcast_to(x, shape=(size, *shape)), 0
+
+
+def _transpose_rule(args: Sequence[Any], dims: Dims, *,
+                    permutation: tuple[int, ...]) -> Result:
+    (x,), (d,) = args, dims
+    if d is None:
+        return transpose(x, permutation=permutation), None
+    # fold the move of the batch axis to the front into the one transpose
+    ndim = abstractify(x).ndim
+    rest = [i for i in range(ndim) if i != d]
+    perm = (d, *(rest[p] for p in permutation))
+    return transpose(x, permutation=perm), 0
+
+
+def _concatenate_rule(args: Sequence[Any], dims: Dims, *, axis: int) -> Result:
+    if _unbatched(dims):
+        return concatenate(*args, axis=axis), None
+    size = batch_size(args, dims)
+    xs = [materialize(x, d, size) for x, d in zip(args, dims)]
+    return concatenate(*xs, axis=axis + 1), 0
+
+
+def _pad_rule(args: Sequence[Any], dims: Dims, *, low: tuple[int, ...],
+              high: tuple[int, ...], interior: tuple[int, ...]) -> Result:
+    (x, value), (dx, dv) = args, dims
+    if dx is None and dv is None:
+        return pad(x, value, low=low, high=high, interior=interior), None
+    size = batch_size(args, dims)
+    low1, high1, interior1 = (0, *low), (0, *high), (0, *interior)
+    if dv is None:  # one padding value for the whole batch
+        return pad(move_to_front(x, dx), value, low=low1, high=high1,
+                      interior=interior1), 0
+    # a padding value per batch member: pad x with anything, then select the members'
+    # values where a padded mask of x's (unbatched) shape is False
+    x = materialize(x, dx, size)
+    aval = abstractify(x)
+    inner = aval.shape[1:]
+    padded = pad(x, np.zeros((), aval.dtype), low=low1, high=high1, interior=interior1)
+    mask = broadcast_to(np.bool_(True), shape=inner)
+    mask = pad(mask, np.bool_(False), low=low, high=high, interior=interior)
+    values = cv.convert_element_type(value, dtype=aval.dtype, weak_type=aval.weak_type)
+    values = reshape(values, new_sizes=(size, *(1,) * len(inner)))
+    return cv.select(mask, padded, values), 0
+
+
+def _rev_rule(args: Sequence[Any], dims: Dims, *, dimensions: tuple[int, ...]) -> Result:
+    (x,), (d,) = args, dims
+    if d is None:
+        return rev(x, dimensions=dimensions), None
+    return rev(move_to_front(x, d), dimensions=tuple(a + 1 for a in dimensions)), 0
+
+
+def _slice_rule(args: Sequence[Any], dims: Dims, *, start_indices: tuple[int, ...],
+                limit_indices: tuple[int, ...],
+                strides: Optional[tuple[int, ...]] = None) -> Result:
+    (x,), (d,) = args, dims
+    if d is None:
+        return slice_(x, start_indices=start_indices, limit_indices=limit_indices,
+                         strides=strides), None
+    size = batch_size(args, dims)
+    return slice_(move_to_front(x, d), start_indices=(0, *start_indices),
+                     limit_indices=(size, *limit_indices),
+                     strides=None if strides is None else (1, *strides)), 0
+
+
+# --- the rules of each primitive: derivatives (linear) and batching ------------------------
+
+reshape.def_rules(batch=_reshape_rule,
+                  **linear("jnp.reshape({t}, new_sizes)", "jnp.reshape({t}, jnp.shape(x))"))
+broadcast_to.def_rules(batch=_broadcast_to_rule,
+                       **linear("jnp.broadcast_to({t}, shape)", "ad.unbroadcast_like({t}, x)"))
+transpose.def_rules(batch=_transpose_rule,
+                    **linear("jnp.transpose({t}, permutation)",
+                             "jnp.transpose({t}, ad.inverse_permutation(permutation))"))
+rev.def_rules(batch=_rev_rule, **linear("ad.rev({t}, dimensions)", "ad.rev({t}, dimensions)"))
+slice_.def_rules(batch=_slice_rule,
+                 **linear("ad.slice_tangent({t}, start_indices, limit_indices, strides)",
+                          "ad.unslice({t}, jnp.shape(x), start_indices, limit_indices, strides)"))
+concatenate.def_rules(
+    batch=_concatenate_rule,
+    jvp=jvp_template(("*xs",), xs="ad.concatenate_tangents(xs_dot, xs, axis)"),
+    vjp=vjp_template(("*xs",), "xs_bar = ad.split_concatenated(out_bar, xs, axis)"))
+pad.def_rules(
+    batch=_pad_rule,
+    jvp=jvp_template(("x", "value"), x="ad.pad_tangent(x_dot, None, low, high, interior)",
+                     value="ad.pad_value_tangent(value_dot, x, low, high, interior)"),
+    vjp=vjp_template(("x", "value"), """
+x_bar = ad.unpad(out_bar, low, high, interior)
+value_bar = ad.pad_value_cotangent(out_bar, low, high, interior, value)
+"""))
 
 __all__ = ["reshape", "broadcast_to", "transpose", "concatenate", "pad", "rev", "slice_",
            "tensor_type"]

@@ -15,7 +15,7 @@ decides, the next breaks its ties, ...) along `dimension`: ``take_along_axis(k, 
 sorts every operand, so `lax.sort` of several operands, `argsort`, `lexsort` and `top_k`
 are gathers by it. `sort` (values only) is a primitive of its own because it is the common
 case and costs half: its derivative gathers the tangent by the permutation of `x`
-(derivatives.py), which is where the order of ties -- JAX's: stable -- matters.
+(declared with it below), which is where the order of ties -- JAX's: stable -- matters.
 
 The order is NumPy's and JAX's total order: NaN after every number (first when
 descending), -0.0 equal to 0.0; bools sort False first; integers by value.
@@ -31,14 +31,17 @@ after the keys, in both, which makes the order total and so equal to the stable 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
+from transpiler.primitives.batching import batch_axis, batch_size, materialize, shift_axes
 from transpiler.primitives.core import ShapedArray, define, dtype_error, shape_error
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 
 # Axes up to this length use IREE's own sort (quadratic, but one dispatch); longer ones
 # the bitonic network.
@@ -362,9 +365,37 @@ def _permutation_lower(ctx: LoweringContext, *keys: Any, dimension: int,
     return ctx.convert(result, ShapedArray(shape, dtypes.int32), idt)
 
 
-sort = define("sort", impl=_sort_impl, abstract_eval=_sort_eval, lower=_sort_lower,
-              doc="`x` sorted along `dimension` (NaN last; first when descending).")
+# --- batching: along the renumbered dimension; the keys of a permutation are all given the
+# batch axis first (unbatched ones broadcast along it).
+
+def _sort_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *, dimension: int,
+               **params: Any) -> tuple[Any, Optional[int]]:
+    (x,), (d,) = args, dims
+    if d is None:
+        return sort(x, dimension=dimension, **params), None
+    d = batch_axis(x, d)
+    (new_dimension,) = shift_axes((dimension,), d)
+    return sort(x, dimension=new_dimension, **params), d
+
+
+def _permutation_rule(args: Sequence[Any], dims: Sequence[Optional[int]], *, dimension: int,
+                      **params: Any) -> tuple[Any, Optional[int]]:
+    if all(d is None for d in dims):
+        return sort_permutation(*args, dimension=dimension, **params), None
+    size = batch_size(args, dims)
+    keys = [materialize(k, None if d is None else batch_axis(k, d), size)
+            for k, d in zip(args, dims)]
+    return sort_permutation(*keys, dimension=dimension + 1, **params), 0
+
+
+# The tangent is put in the order the sort put x (stable: tied elements keep their order,
+# reversed when descending -- JAX's rule); the cotangent is moved back.
+sort = define(
+    "sort", impl=_sort_impl, abstract_eval=_sort_eval, lower=_sort_lower, batch=_sort_rule,
+    jvp=jvp_template(("x",), x="ad.sorted_tangent(x_dot, x, dimension, descending)"),
+    vjp=vjp_template(("x",), "x_bar = ad.unsorted_cotangent(out_bar, x, dimension, descending)"),
+    doc="`x` sorted along `dimension` (NaN last; first when descending).")
 sort_permutation = define(
     "sort_permutation", impl=_permutation_impl, abstract_eval=_permutation_eval,
-    lower=_permutation_lower, differentiable=False,
+    lower=_permutation_lower, differentiable=False, batch=_permutation_rule,
     doc="The stable permutation that sorts the keys lexicographically along `dimension`.")

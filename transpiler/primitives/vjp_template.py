@@ -4,7 +4,7 @@ A template assigns ``<operand>_bar`` for each differentiable operand from ``out_
 cotangent of the output), ``out`` (the primal output), the operands and the primitive's
 params, all referred to by name::
 
-    vjp_template(("x",), "x_bar = out_bar * jnp.cos(x)")  # sin (derivatives.py)
+    vjp_template(("x",), "x_bar = out_bar * jnp.cos(x)")  # sin (elementwise.py)
 
 Module aliases available in templates: ``jnp`` (transpiler.numpy), ``lax``
 (transpiler.lax), ``ad`` (transpiler.transforms.ad) and ``np`` (NumPy). A template is a

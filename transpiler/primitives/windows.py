@@ -41,7 +41,7 @@ Lowering notes (IREE 3.13):
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 from iree.compiler import ir
@@ -53,7 +53,11 @@ from transpiler.primitives import elementwise as ew
 from transpiler.primitives import shape as sp
 from transpiler.primitives.core import (Primitive, ShapedArray, abstractify, define,
                                         dtype_error, shape_error)
+from transpiler.primitives.batching import batch_size, materialize
+from transpiler.primitives.derivative_forms import linear
 from transpiler.primitives.elementwise import compute_dtype
+from transpiler.primitives.jvp_template import jvp_template
+from transpiler.primitives.vjp_template import vjp_template
 from transpiler.primitives.reductions import (_NP_UFUNC, _combine, _region_body,
                                               complex_order_error, identity)
 
@@ -435,6 +439,90 @@ select_and_scatter_add = define(
     "select_and_scatter_add", impl=_scatter_impl,
     abstract_eval=_select_eval("select_and_scatter_add", scatter=True),
     composite=_scatter_composite, doc="``select_and_scatter_add``: see the module docstring.")
+
+
+# --- batching rules: the batch axis becomes one more window axis of size 1 (window
+# dimension, stride and dilations 1, no padding), so each window stays inside one batch
+# member. reduce_window_<kind>: the batch axis stays where it is;
+# select_and_gather_add/select_and_scatter_add: both operands get the batch axis first (an
+# unbatched one is broadcast along it), and so does the result.
+
+def with_batch_axis(params: dict[str, Any], dim: int) -> dict[str, Any]:
+    """The window params of an operand with a batch axis inserted at `dim`."""
+    inserted = {"window_dimensions": 1, "window_strides": 1, "padding": (0, 0),
+                "base_dilation": 1, "window_dilation": 1}
+    out = dict(params)
+    for name, value in inserted.items():
+        values = list(params[name])
+        out[name] = tuple(values[:dim] + [value] + values[dim:])
+    return out
+
+
+def _reduce_window_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]],
+             **params: Any) -> tuple[Any, Optional[int]]:
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, **params), None
+        d = d % abstractify(x).ndim
+        return prim.bind(x, **with_batch_axis(params, d)), d
+    return rule
+
+
+def _select_rule(prim: Primitive) -> Any:
+    def rule(args: Sequence[Any], dims: Sequence[Optional[int]],
+             **params: Any) -> tuple[Any, Optional[int]]:
+        if all(d is None for d in dims):
+            return prim.bind(*args, **params), None
+        size = batch_size(args, dims)
+        moved = [materialize(a, None if d is None else d % abstractify(a).ndim, size)
+                 for a, d in zip(args, dims)]
+        return prim.bind(*moved, **with_batch_axis(params, 0)), 0
+    return rule
+
+
+# --- the rules of each primitive: derivatives and batching ---------------------------------
+# A window sum is linear: its transpose sums windows of the spread-out cotangent (JAX's
+# rule). Max/min pooling route the derivative to each window's first max/min, JAX's
+# select_and_gather_add (tangent) and select_and_scatter_add (cotangent), which are each
+# other's transposes and have zero derivative in the operand they select by. The helpers
+# are in transforms/ad/windows.py.
+
+_WINDOW = "window_dimensions, window_strides, padding, base_dilation, window_dilation"
+reduce_window_sum.def_rules(
+    batch=_reduce_window_rule(reduce_window_sum),
+    **linear(f"ad.reduce_window_sum({{t}}, {_WINDOW})",
+             f"ad.window_sum_transpose({{t}}, x, {_WINDOW})"))
+reduce_window_prod.def_rules(
+    batch=_reduce_window_rule(reduce_window_prod),
+    jvp=jvp_template(("x",), x=f"ad.window_prod_tangent(x_dot, x, {_WINDOW})"),
+    vjp=vjp_template(("x",), f"x_bar = ad.window_prod_cotangent(out_bar, x, {_WINDOW})"))
+for _kind, _prim in (("max", reduce_window_max), ("min", reduce_window_min)):
+    _prim.def_rules(
+        batch=_reduce_window_rule(_prim),
+        jvp=jvp_template(("x",), x=f"ad.select_and_gather_add(x_dot, x, {_kind!r}, {_WINDOW})"),
+        vjp=vjp_template(("x",), f"""
+x_bar = ad.select_and_scatter_add(out_bar, x, {_kind!r}, {_WINDOW})
+"""))
+select_and_gather_add.def_rules(
+    batch=_select_rule(select_and_gather_add),
+    jvp=jvp_template(("tangents", "operand"),
+                     tangents=f"ad.select_and_gather_add(tangents_dot, operand, kind, {_WINDOW})",
+                     operand="ad.zeros_tangent(out)"),
+    vjp=vjp_template(("tangents", "operand"), f"""
+tangents_bar = ad.select_and_scatter_add(out_bar, operand, kind, {_WINDOW})
+operand_bar = ad.zeros_cotangent(operand)
+"""))
+select_and_scatter_add.def_rules(
+    batch=_select_rule(select_and_scatter_add),
+    jvp=jvp_template(("source", "operand"),
+                     source=f"ad.select_and_scatter_add(source_dot, operand, kind, {_WINDOW})",
+                     operand="ad.zeros_tangent(out)"),
+    vjp=vjp_template(("source", "operand"), f"""
+source_bar = ad.select_and_gather_add(out_bar, operand, kind, {_WINDOW})
+operand_bar = ad.zeros_cotangent(operand)
+"""))
+
 
 __all__ = ["REDUCE_WINDOW", "WINDOW_PARAMS", "check_window", "dilate", "reduce_window_max",
            "reduce_window_min", "reduce_window_prod", "reduce_window_sum",

@@ -4,8 +4,7 @@ IREE has no LAPACK, so each is a primitive with two forms: eagerly its ``impl`` 
 NumPy (LAPACK, or a vectorized substitution), and under a trace its ``composite`` stages
 the algorithm as `lax` loops of matrix-vector products or plane rotations, batched over
 leading dimensions. Being primitives, they carry their own derivative rules (JAX's
-formulas, declared next to them: this layer sits above the primitives, whose
-derivatives.py cannot import it) and batching rules.
+formulas) and batching rules, declared next to them as every primitive's are.
 
 - triangular.py: ``cholesky``, ``triangular_solve``;
 - lu.py: ``lu`` (partial pivoting), ``linear_solve``, ``logabsdet``, ``det_sign``;

@@ -1,5 +1,5 @@
-"""Derivatives of the windowed reductions (primitives/windows.py), as the templates in
-primitives/derivatives.py call them: ``ad.window_sum_transpose(out_bar, x, <params>)``.
+"""Derivatives of the windowed reductions (primitives/windows.py), as the templates declared
+with them call them: ``ad.window_sum_transpose(out_bar, x, <params>)``.
 
 All of it binds primitives, so it is itself differentiable: second derivatives of max
 pooling go through ``select_and_gather_add``/``select_and_scatter_add``, which are each
