@@ -59,15 +59,14 @@ def sum(values: Any, start: Any = 0) -> Any:
 def map(function: Any, *iterables: Any) -> Any:
     """``map(f, xs, ...)``, evaluated at once into a list (a one-pass iterator either way)."""
     out = []
-    items: list = []
-    for i in range(builtins.min([builtins.len(xs) for xs in iterables])):  # (static lengths)
-        if builtins.len(iterables) == 1:  # (a closure's derivative needs its arguments
-            out.append(function(iterables[0][i]))  # by position, not by a star)
-        else:
-            items = []
-            for xs in iterables:
-                items.append(xs[i])
-            out.append(function(*items))
+    if builtins.len(iterables) == 1:  # (a closure's derivative needs its arguments by
+        for x in iterables[0]:        # position, not by a star; one loop, whose derivative
+            out.append(function(x))   # reverse mode differentiates again)
+    else:  # (zip's derivative keeps a tape per row, inside the loop's: reverse over reverse
+        # of it is an error, "puts a differentiated value into _tape in place")
+        rows = zip(*iterables)
+        for i in range(builtins.len(rows)):
+            out.append(function(*rows[i]))
     return out
 
 
