@@ -10,8 +10,12 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence
+
+import numpy as np
+
 import runtime
 
 MANIFEST = "manifest.json"
@@ -143,7 +147,6 @@ class Built:
     def _sharded(self, values: Sequence[Any]) -> list:
         """A pmap's module: shard k of each mapped input (a copy of each replicated one)
         in, each output's shards stacked along its out axis (shard 0's where None)."""
-        import numpy as np
         pmap: dict = self.pmap or {}
         shards, in_axes = pmap["shards"], pmap["in_axes"]
         inputs = [v if a is None else np.take(v, k, axis=a)
@@ -162,7 +165,6 @@ _BUILT: dict[tuple, Built] = {}
 def call_built(module_file: str, name: str, args: tuple, device: str) -> Any:
     """What the generated ``<stem>_transpiled.py`` functions call: the built artifact next
     to that module, loaded once per device, run on `args` (checked against the manifest)."""
-    import numpy as np
     key = (module_file, name, device)
     built = _BUILT.get(key)
     if built is None:
@@ -174,7 +176,6 @@ def call_built(module_file: str, name: str, args: tuple, device: str) -> Any:
 
 
 def run(args: Any) -> int:
-    import numpy as np
     built = Built(Path(args.build_dir), args.name, args.device)
     inputs = []
     for i, file in enumerate(args.input):
@@ -197,9 +198,6 @@ def run(args: Any) -> int:
 
 
 def _save_atomic(path: Path, value: Any) -> None:
-    import tempfile
-
-    import numpy as np
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:

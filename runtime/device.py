@@ -11,6 +11,7 @@ Only ``iree.runtime``, numpy and the standard library are imported here.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from typing import Any
@@ -126,7 +127,6 @@ def _keep_host_memory() -> None:
         return
     _memory_tuned = True
     try:
-        import ctypes
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # not glibc: nothing to tune

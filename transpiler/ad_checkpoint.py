@@ -23,8 +23,10 @@ Eagerly a policy changes nothing: nothing is stored or shared.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import textwrap
 from typing import Any, Callable, Optional
 
 from transpiler.errors import located
@@ -133,9 +135,6 @@ def _refuse_effects(fun: Callable) -> None:
     """A checkpointed function runs twice under reverse mode (its primal pass and its
     recomputation): refuse the side effects that would show it -- state assigned through
     ``global``/``nonlocal`` and the debug callbacks -- at the user's line."""
-    import ast
-    import textwrap
-
     inner = getattr(fun, "__wrapped__", fun)
     try:
         source = textwrap.dedent(inspect.getsource(inner))

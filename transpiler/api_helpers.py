@@ -6,6 +6,9 @@ process)."""
 from __future__ import annotations
 
 import contextlib
+import platform
+import sys
+from importlib import metadata
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -20,6 +23,7 @@ from transpiler.jit import jit
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.reverse.api import vjp
+from transpiler.version import __version__
 
 __all__ = ["block_until_ready", "eval_shape", "typeof", "named_call", "named_scope",
            "ensure_compile_time_eval", "default_backend", "device_count", "local_devices",
@@ -193,10 +197,6 @@ host_count, host_id, host_ids = process_count, process_index, process_indices
 def print_environment_info(return_string: bool = False) -> Optional[str]:
     """``jax.print_environment_info``: the versions of this library, Python, NumPy and
     IREE, and the devices."""
-    import platform
-    import sys
-    from importlib import metadata
-    from transpiler.version import __version__
 
     def version(package: str) -> str:
         try:

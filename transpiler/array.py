@@ -196,7 +196,6 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape: Any, dtype: Any) -> None:
-        from transpiler import dtypes
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtypes.canonicalize(np.dtype(dtype))
 
@@ -288,7 +287,6 @@ def _on_device(leaf: Any, target: Any, sharding: Any) -> "DeviceArray":
 
 def device_get(x: Any) -> Any:
     """``jax.device_get``: the arrays of pytree `x` as NumPy arrays on the host."""
-    from transpiler import tree_util
     return tree_util.tree_map(
         lambda leaf: np.asarray(leaf) if isinstance(leaf, (runtime.DeviceArray, Array))
         else leaf, x)

@@ -17,7 +17,7 @@ jnp: Any = None
 
 
 def _jnp() -> Any:
-    from transpiler import numpy as jnp
+    from transpiler import numpy as jnp  # cycle: transpiler.numpy imports this module first
     return jnp
 
 

@@ -17,10 +17,13 @@ import builtins
 from typing import Any, Callable
 
 import numpy as np
+from iree.compiler import ir
 
+import runtime.callbacks
 from transpiler import tree_util
 from transpiler.errors import located
 from transpiler.host_callbacks import as_numpy, digest
+from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
 from transpiler.sharding.visualize import (inspect_array_sharding,  # noqa: F401
                                            visualize_array_sharding, visualize_sharding)
@@ -70,7 +73,6 @@ def _run_or_stage(handler: Callable[[Any, Any], None], args: tuple, kwargs: dict
     if trace is None:
         handler(*tree_util.tree_unflatten(tree, [as_numpy(leaf) for leaf in leaves]))
         return
-    from transpiler.lowering.tracer import Trace, Tracer
     if not isinstance(trace, Trace):
         raise located(NotImplementedError, f"{label.split(' ')[0]} inside a trace that "
                       "is not jit's (a callee traced for its derivative or batching)",
@@ -85,15 +87,12 @@ def _run_or_stage(handler: Callable[[Any, Any], None], args: tuple, kwargs: dict
         handler(*tree_util.tree_unflatten(tree, [values[i] for i in range(len(leaves))]))
 
     key = f"{label} #{digest((tree, traced, dtypes), kept)[:16]}"
-    import runtime.callbacks
     runtime.callbacks.register(key, run)
     _stage_trace(trace, key, [leaves[i] for i in traced])
 
 
 def _stage_trace(trace: Any, key: str, tracers: list) -> None:
     """``flow.tensor.trace "key" = [tracers]`` in the block being traced."""
-    from iree.compiler import ir
-    from transpiler.lowering.tracer import mlir_location
     with mlir_location(), ir.InsertionPoint(trace.block):
         operands = [trace.operand(t, t.aval) for t in tracers]
         if operands:  # (else IREE's fusion computes a value later, and its trace with it:

@@ -23,10 +23,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+from iree.compiler import ir
 
+import runtime.callbacks
 from transpiler import dtypes, tree_util
+from transpiler import numpy as jnp
 from transpiler.errors import SourceLocation, located, located_type, user_location
+from transpiler.lowering.builder import aval_type
+from transpiler.lowering.tracer import Trace, Tracer, mlir_location
 from transpiler.primitives import core
+from transpiler.primitives.core import ShapedArray
 
 __all__ = ["pure_callback", "io_callback", "HostCall"]
 
@@ -98,7 +104,6 @@ class HostCall:
         trace = core.trace_stack[-1] if core.trace_stack else None
         if trace is None:
             return self._unflatten([_our_array(a) for a in self.call(args, kwargs)])
-        from transpiler.lowering.tracer import Trace
         if not isinstance(trace, Trace):
             raise located(NotImplementedError, f"{self.api} inside a trace that is not "
                           "jit's (a callee traced for its derivative or batching)",
@@ -145,12 +150,6 @@ class HostCall:
 def stage(trace: Any, host_call: HostCall, args: tuple, kwargs: dict) -> list:
     """``func.call @transpiler_host.NAME(traced args)`` in the block being traced, NAME
     bound (for modules loaded in this process) to the callback and the untraced args."""
-    from iree.compiler import ir
-
-    import runtime.callbacks
-    from transpiler.lowering.builder import aval_type
-    from transpiler.lowering.tracer import Tracer, mlir_location
-    from transpiler.primitives.core import ShapedArray
 
     leaves, tree = tree_util.tree_flatten((args, kwargs))
     traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
@@ -220,7 +219,6 @@ def digest(signature: Any, kept: dict[int, Any]) -> str:
 
 def _declare(block: Any, symbol: str, function_type: Any) -> None:
     """``func.func private @symbol`` at the top of the module `block` belongs to, once."""
-    from iree.compiler import ir
     op = block.owner
     while op.name != "builtin.module":
         op = op.parent
@@ -242,7 +240,6 @@ def _storage(dtype: np.dtype) -> np.dtype:
 
 
 def _host_aval(aval: Any) -> Any:
-    from transpiler.primitives.core import ShapedArray
     return aval if aval.dtype != np.bool_ else ShapedArray(aval.shape, np.dtype(np.uint8),
                                                          False)
 
@@ -250,7 +247,6 @@ def _host_aval(aval: Any) -> Any:
 def _to_host_type(value: Any, aval: Any, host_type: Any) -> Any:
     if aval.dtype != np.bool_:
         return value
-    from iree.compiler import ir
     return ir.Operation.create("stablehlo.convert", results=[host_type],
                                operands=[value]).result
 
@@ -258,9 +254,6 @@ def _to_host_type(value: Any, aval: Any, host_type: Any) -> Any:
 def _from_host_type(value: Any, aval: Any) -> Any:
     if aval.dtype != np.bool_:
         return value
-    from iree.compiler import ir
-
-    from transpiler.lowering.builder import aval_type
     zero = ir.Operation.create("stablehlo.constant", results=[value.type], attributes={
         "value": ir.DenseElementsAttr.get_splat(value.type, ir.IntegerAttr.get(
             ir.IntegerType.get_unsigned(8), 0))}).result
@@ -277,7 +270,6 @@ def as_numpy(leaf: Any) -> Any:
 
 
 def _our_array(array: np.ndarray) -> Any:
-    from transpiler import numpy as jnp
     return jnp.asarray(array)
 
 

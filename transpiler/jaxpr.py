@@ -23,6 +23,7 @@ from iree.compiler import ir
 from transpiler import tree_util
 from transpiler.array import ShapeDtypeStruct
 from transpiler.errors import located
+from transpiler.jit import jit
 from transpiler.primitives.core import ShapedArray
 
 __all__ = ["make_jaxpr", "ClosedJaxpr"]
@@ -78,7 +79,6 @@ def make_jaxpr(fun: Callable, static_argnums: Any = (), axis_env: Any = None,
     if axis_env or abstracted_axes is not None:
         raise located(NotImplementedError, "make_jaxpr: axis_env and abstracted_axes are not "
                       "supported", "trace the function inside vmap/pmap with its axis name")
-    from transpiler.jit import jit
 
     def traced(*args: Any, **kwargs: Any) -> Any:
         lowered = jit(fun, static_argnums=static_argnums).lower(*args, **kwargs)

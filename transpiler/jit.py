@@ -15,6 +15,7 @@ import inspect
 import operator
 import time
 import weakref
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -188,7 +189,6 @@ class Compiled:
 
     def save(self, path: Any) -> None:
         """Write the .vmfb; ``runtime.load(path)`` runs it with no compiler installed."""
-        from pathlib import Path
         write_atomic(Path(path), self.executable.vmfb)
 
 
@@ -208,7 +208,6 @@ class CrossCompiled:
         return self.staged.text()
 
     def save(self, path: Any) -> None:
-        from pathlib import Path
         write_atomic(Path(path), self.vmfb)
 
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -212,6 +213,7 @@ def _print(text: str, kind: str) -> None:
 
 # --- build -------------------------------------------------------------------------------------------
 def build_command(args: Any) -> int:
+    # cycle: transpiler.cli.build imports this module
     from transpiler.cli.build import compile_artifact, lower_all, python_module
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     unknown = [t for t in targets if t not in TARGETS and t != "stablehlo"]
@@ -259,7 +261,6 @@ def build_command(args: Any) -> int:
         return fname, tgt, artifact, hashlib.sha256(data).hexdigest(), \
             time.perf_counter() - start
 
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(compile_one, job): job for job in jobs}
         for future in futures:  # in order, so the progress reads like the job list

@@ -32,7 +32,7 @@ def emit(func: cst.FunctionDef, namespace: dict[str, Any],
          origin: dict[cst.CSTNode, SourceLocation], *, transform: str, name: str,
          file: str, line: int, module_name: str = "__transpiler_generated__") -> Callable:
     """Write `func` to a file, execute it in `namespace`, and return the function."""
-    import libcst as cst
+    import libcst as cst  # lazy: libcst loads on first transform (import transpiler stays fast)
     header = HEADER.format(transform=transform, name=name, file=portable_path(file), line=line)
     module = cst.Module(body=[func], header=[cst.EmptyLine(comment=cst.Comment(header.rstrip()))])
     source, lines = render(module, origin)
@@ -65,7 +65,7 @@ def render(module: cst.Module, nodes: Any) -> tuple[str, dict[Any, tuple[int, in
     statements); libcst's `PositionProvider` records every node's line and column, which
     costs ~5x the rendering itself.
     """
-    from transpiler.codegen.lines import render_with_lines
+    from transpiler.codegen.lines import render_with_lines  # lazy: it imports libcst
     return render_with_lines(module, nodes)
 
 

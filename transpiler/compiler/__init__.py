@@ -19,6 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+from iree.compiler import CompilerToolError, compile_str
+from iree.compiler import version as iree_version
+
 from transpiler.cache_files import read_sealed, reject, write_sealed
 from transpiler.config import config
 from transpiler.errors import TranspileError
@@ -63,8 +66,7 @@ def target(name: str) -> Target:
 
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
-    from iree.compiler import version
-    return str(getattr(version, "VERSION", "unknown"))
+    return str(getattr(iree_version, "VERSION", "unknown"))
 
 
 @lru_cache(maxsize=1)
@@ -340,7 +342,6 @@ def _failure(first: TranspileError, tgt: Target, tried: list[list[str]]) -> Tran
 
 
 def _invoke_compiler(source: bytes, tgt: Target, flags: Sequence[str]) -> bytes:
-    from iree.compiler import CompilerToolError, compile_str
     start = time.perf_counter()
     multi = any(f.startswith("--iree-hal-target-device=") for f in flags)
     warnings = io.StringIO()  # iree-compile's warnings (perf remarks): logged, not printed

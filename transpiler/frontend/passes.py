@@ -288,10 +288,8 @@ def dump_stages(
 
 def frontend_stages() -> list[Stage]:
     """The whole frontend pipeline after the fence: canonicalization, then ANF."""
-    from transpiler.frontend.anf import (
-        ANF_PASSES,  # local: those modules import this one
-    )
-    from transpiler.frontend.canonicalize import CANONICALIZE_PASSES
+    from transpiler.frontend.anf import ANF_PASSES  # cycle: anf imports this module
+    from transpiler.frontend.canonicalize import CANONICALIZE_PASSES  # cycle: it imports this module
 
     return [*CANONICALIZE_PASSES, *ANF_PASSES]
 

@@ -194,7 +194,6 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     _check_callable(body_fun, "body_fun", "while_loop")
     if max_iters is not None:
         bound = _max_iters(max_iters)
-        from transpiler import numpy as jnp
         counted = while_loop(lambda s: jnp.logical_and(s[0] < bound, cond_fun(s[1])),
                              lambda s: (s[0] + 1, body_fun(s[1])),
                              (jnp.asarray(0, dtype=jnp.int32), init_val))
@@ -272,7 +271,6 @@ def _condition(cond_fun: Callable) -> Callable:
         out = cond_fun(*args)
         leaves = tree_util.tree_leaves(args)
         if isinstance(out, Tracer) and any(out is leaf for leaf in leaves):
-            from transpiler import numpy as jnp
             return jnp.astype(out, jnp.int32) != 0
         return out
     return condition

@@ -22,6 +22,7 @@ tangent). pmax and pmin are not differentiable.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
@@ -413,8 +414,6 @@ def _all_to_all_bwd(axis_name: Any, split_axis: int, concat_axis: int, groups: A
 
 
 def _differentiable() -> None:
-    import inspect
-
     from transpiler.transforms.reverse.custom_vjp import CustomVJP  # upward: the transforms
     rules: dict[Callable[..., Any], tuple[Callable[..., Any], Callable[..., Any] | None]] = {
         psum: (_psum_fwd, _psum_bwd), pmean: (_pmean_fwd, _pmean_bwd),

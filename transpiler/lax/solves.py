@@ -35,6 +35,7 @@ derivative.
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable, Optional
 
 from transpiler import dtypes, tree_util
@@ -243,7 +244,6 @@ def _carries(op: str, name: str, fn: Any) -> bool:
 def _plain(fn: Any) -> bool:
     """A Python function or partial: the transforms follow the derivatives of the values
     it closes over or binds."""
-    import types
     return isinstance(fn, (types.FunctionType, functools.partial))
 
 

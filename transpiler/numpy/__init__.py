@@ -5,6 +5,9 @@ Use it as ``import transpiler.numpy as jnp``.
 
 from __future__ import annotations
 
+import importlib as _importlib
+import sys as _sys
+
 import numpy as _np
 
 from transpiler import dtypes as _dtypes
@@ -99,15 +102,12 @@ def __getattr__(name):  # type: ignore[no-untyped-def]
     """``jnp.linalg`` and ``jnp.fft`` on first use: they are built on transpiler.lax, which
     imports this package."""
     if name in ("linalg", "fft"):
-        import importlib
-        return importlib.import_module(f"transpiler.numpy.{name}")
+        return _importlib.import_module(f"transpiler.numpy.{name}")
     raise AttributeError(f"module 'transpiler.numpy' has no attribute {name!r}")
 
 
 def _install_array_methods() -> None:
-    import sys
-
-    array_methods.jnp = sys.modules[__name__]
+    array_methods.jnp = _sys.modules[__name__]
 
 
 _install_array_methods()

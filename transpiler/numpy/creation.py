@@ -98,7 +98,7 @@ def _to_numpy_nested(a: Any) -> Any:
 
 
 def _stack_nested(a: Any, dtype: Optional[np.dtype]) -> Any:
-    from transpiler.numpy import stack
+    from transpiler.numpy import stack  # cycle: transpiler.numpy imports this module first
     parts = []  # (a loop: reverse mode differentiates it, not a conditional comprehension)
     for e in a:
         if isinstance(e, (list, tuple)):
@@ -113,7 +113,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Optional[str
     """``jnp.array``: like `asarray`, always a new (immutable) array."""
     out = asarray(object, dtype=dtype)  # arrays are immutable: sharing is a copy
     while ndmin > out.ndim:
-        from transpiler.numpy import expand_dims
+        from transpiler.numpy import expand_dims  # cycle: numpy/shape.py imports this module
         out = expand_dims(out, 0)
     return out
 
@@ -133,7 +133,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
-    from transpiler.numpy import broadcast_to
+    from transpiler.numpy import broadcast_to  # cycle: numpy/shape.py imports this module
     value = asarray(fill_value, dtype=dtype)
     return broadcast_to(value, _shape(shape))
 
@@ -210,7 +210,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
     """Evenly spaced numbers; `start` and `stop` may be arrays (traced or not)."""
-    from transpiler.numpy import expand_dims, moveaxis
+    from transpiler.numpy import expand_dims, moveaxis  # cycle: numpy/shape.py imports this module
     num = builtins.int(_static_number(num, "num", "linspace"))
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
@@ -231,7 +231,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         step = delta / div
         out = start_a + steps * step
         if endpoint and num > 1:
-            from transpiler.numpy import where
+            from transpiler.numpy import where  # cycle: transpiler.numpy imports this module first
             out = where(steps == num - 1, stop_a + 0 * out, out)
     else:
         step = delta * np.nan
@@ -277,7 +277,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
               dtype: Any = None, axis: int = 0) -> Any:
     """Numbers spaced evenly on a log scale from `start` to `stop` (of one sign)."""
     from transpiler.numpy.math import log10, sign  # math builds on this module
-    from transpiler.numpy.shape import moveaxis
+    from transpiler.numpy.shape import moveaxis  # cycle: numpy/shape.py imports this module
     target = _canonical(dtype) or dtypes.to_inexact(
         dtypes.promote((abstractify(start).dtype, False), (abstractify(stop).dtype, False))[0])
     compute = dtypes.to_inexact(target)

@@ -82,7 +82,7 @@ def fix(x: Any) -> Any:
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """``jnp.where(c, x, y)``; the one-argument form needs a concrete condition."""
     if x is None and y is None:
-        from transpiler.numpy import nonzero
+        from transpiler.numpy import nonzero  # cycle: transpiler.numpy imports this module first
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("where: either both or neither of x and y must be given")
@@ -219,5 +219,5 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
 
 def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
-    from transpiler.numpy import all as all_
+    from transpiler.numpy import all as all_  # cycle: transpiler.numpy imports this module first
     return all_(isclose(a, b, rtol, atol, equal_nan))

@@ -25,7 +25,7 @@ from transpiler.lowering.tracer import Tracer
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler import numpy as jnp
-from transpiler.lax.control import _condition, _converted, check_carry
+from transpiler.lax.control import _condition, _converted, _same_structure, check_carry, join_avals
 from transpiler.primitives import conversions as conv
 from transpiler.spmd.multi_device import Sharded, ShardTrace, transfer
 
@@ -120,7 +120,6 @@ class _Promote(Exception):
 
 def _on_device(shards: Any, k: int, leaf: Any, aval: ShapedArray) -> Tracer:
     """Shard k's initial value of a carry leaf, placed on device k."""
-    from transpiler.spmd.multi_device import Sharded
     if type(leaf) is Sharded:
         return leaf.parts[k]
     if not isinstance(leaf, Tracer):
@@ -132,7 +131,6 @@ def joint_branches(shards: Any, selector: Any, branches: Any, operands: tuple, o
                    names: Any) -> Any:
     """``lax.cond`` (`selector` a bool) or ``lax.switch`` (an int32 index) with a collective
     in a branch: every branch traced for all shards, each shard's result selected."""
-    from transpiler.lax.control import _converted, _same_structure, join_avals
     outs = [_converted(branch)(*operands) for branch in branches]
     flat = [tree_util.tree_flatten(out) for out in outs]
     _same_structure([tree for _, tree in flat], op, names)

@@ -134,7 +134,7 @@ class ShardTrace:
         try:
             return self.per_shard(staged, cond_fun, body_fun, init_val)
         except CollectiveInControlFlow:
-            from transpiler.spmd.joint_control import joint_while
+            from transpiler.spmd.joint_control import joint_while  # cycle: it imports this module
             return joint_while(self, cond_fun, body_fun, init_val)
 
     def branches(self, staged: Callable[..., Any], op_name: str, selector: Any,
@@ -144,7 +144,7 @@ class ShardTrace:
         try:
             return self.per_shard(staged, op_name, selector, branches, operands, op, names)
         except CollectiveInControlFlow:
-            from transpiler.spmd.joint_control import joint_branches
+            from transpiler.spmd.joint_control import joint_branches  # cycle: it imports this module
             return joint_branches(self, selector, branches, operands, op, names)
 
     def probe(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:

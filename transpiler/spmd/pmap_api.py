@@ -63,7 +63,7 @@ class Pmapped(Vmapped):
                 "program for XLA/PJRT and IREE's GPU targets; it does not run here",
                 user_location(), "export it with pmap(f).export(*args).as_text(), or call "
                 "pmap with strategy='devices' or 'emulated'")
-        from transpiler.spmd.multi_device_call import call_on_devices
+        from transpiler.spmd.multi_device_call import call_on_devices  # cycle: it imports this module
         return call_on_devices(self, args, kwargs)
 
     def axes_for(self, args: tuple) -> Any:
@@ -153,13 +153,13 @@ class Pmapped(Vmapped):
         """Stage the per-shard program for these arguments: with ``strategy="collectives"``
         one per-replica StableHLO module (XLA/PJRT, ``transpiler build --target stablehlo``),
         else the multi-device module of the ``devices`` strategy."""
-        from transpiler.spmd.multi_device_call import lower
+        from transpiler.spmd.multi_device_call import lower  # cycle: it imports this module
         return lower(self, args, kwargs)
 
     def export(self, *args: Any, **kwargs: Any) -> Any:
         """The per-replica StableHLO program (native collectives) for these arguments,
         whatever the strategy: ``pmap(f).export(*args).as_text()`` for XLA/PJRT."""
-        from transpiler.spmd.multi_device_call import lower
+        from transpiler.spmd.multi_device_call import lower  # cycle: it imports this module
         return lower(self, args, kwargs, strategy="collectives")
 
 

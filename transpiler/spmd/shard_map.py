@@ -36,6 +36,7 @@ from transpiler.lowering.tracer import Tracer
 from transpiler.sharding.mesh import Mesh, get_mesh
 from transpiler.sharding.specs import (NamedSharding, PartitionSpec, check_divisible,
                                        check_spec)
+from transpiler.spmd.per_shard_source import per_shard_source
 from transpiler.spmd.pmap_api import Pmapped, per_shard_code
 from transpiler.codegen import emit_text
 from transpiler.primitives.batching import materialize, move_to_front
@@ -224,7 +225,6 @@ class ShardMapped(TransformedFunction):
     @property
     def source(self) -> str:
         """The code each shard runs, under a header saying how the arguments are split."""
-        from transpiler.spmd.per_shard_source import per_shard_source
         mesh = self._mesh()
         header = [f"# shard_map of {self.fname} over mesh "
                   f"{dict(mesh.shape)}: each device runs the function below on its block",

@@ -140,7 +140,7 @@ class PyTreeDef:
         return _unflatten_node(node, iter(leaves))
 
     def flatten_up_to(self, tree) -> list:
-        from ._ops import flatten_up_to
+        from ._ops import flatten_up_to  # cycle: _ops imports this module
 
         return flatten_up_to(self, tree)
 

@@ -51,7 +51,7 @@ def needs_primal(fn: Any) -> bool:
     if known is None:
         # libcst stays unloaded until a function is read (generated code runs without it)
         from transpiler.frontend import is_library, read_function
-        from transpiler.frontend.fence import updates_in_place
+        from transpiler.frontend.fence import updates_in_place  # lazy: as above (libcst)
         try:
             known = not is_library(fn) and readable(fn) and \
                 updates_in_place(read_function(fn)[0].func)

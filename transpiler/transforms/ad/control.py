@@ -481,7 +481,7 @@ def forward_rule(fn: Any) -> Any:
 
 
 def _rule(rules: dict, fn: Any) -> Any:
-    from transpiler.transforms.common.classify import CONTROL_MODULES
+    from transpiler.transforms.common.classify import CONTROL_MODULES  # lazy: classify imports libcst (and this)
     if getattr(fn, "__module__", None) not in CONTROL_MODULES:
         return None
     return rules.get(getattr(fn, "__qualname__", ""))

@@ -20,6 +20,7 @@ from transpiler import numpy as jnp
 from transpiler.codegen.disk_cache import local_path
 from transpiler.errors import _PACKAGE_DIR, SourceLocation, TranspileError, user_location
 from transpiler.primitives.core import abstractify
+from transpiler.transforms.common import arguments
 from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
 from transpiler.transforms.common.generated import Unbatchable
 from transpiler.tree_util._registry import node_children
@@ -423,8 +424,7 @@ def defined(scope: dict, names: tuple) -> tuple:
 def finalize(bar: Any, primal: Any) -> Any:
     """The gradient of one argument: `bar` with the primal's structure and dtypes, zeros
     where nothing flowed. Differentiated as the identity in `bar` (classify: "pass")."""
-    from transpiler.transforms.common.arguments import finalize
-    return finalize(bar, primal)
+    return arguments.finalize(bar, primal)
 
 
 def or_zeros(bar: Any, primal: Any) -> Any:

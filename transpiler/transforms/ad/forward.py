@@ -19,8 +19,8 @@ from transpiler.transforms.common.closures import (closure_jvp, closure_params, 
 from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common import traced
-from transpiler.transforms.common.generated import closed_over, converted, target
-from transpiler.transforms.ad.cotangents import differentiable_value
+from transpiler.transforms.common.generated import closed_over, converted, for_jit, target
+from transpiler.transforms.ad.cotangents import differentiable_value, item
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.forward.api import jvp_function
 from transpiler.transforms.ad.calls import active_params, unstaged
@@ -136,7 +136,6 @@ def jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
         out = fn(*primals, **kwargs)
         return out, None if tangents[0] is None else fn(tangents[0], *primals[1:], **kwargs)
     if isinstance(fn, CustomVJP):
-        from transpiler.errors import TranspileError, user_location
         raise TranspileError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
                              user_location(), "give it a custom_jvp rule instead")
     if isinstance(fn, Primitive):
@@ -172,7 +171,6 @@ def _generated_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: dict,
                         kwargs_dot: dict) -> tuple:
     """Python function `fn`'s generated jvp, called with the tangents of its positional
     arguments (a tuple for ``*args``) and of its keyword arguments `kwargs_dot`."""
-    from transpiler.transforms.common.generated import target, for_jit
     active = active_params(fn, [t is not None for t in tangents]) | set(kwargs_dot)
     if not active:
         return fn(*primals, **kwargs), None
@@ -229,6 +227,7 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
                    for op, t in zip(template.operands, tangents))
     key = (fn.name, active, tuple(sorted(kwargs)), len(primals))
     if key not in _RULES:
+        # lazy: forward.tangents imports libcst (and, via transpiler.transforms.ad, this module)
         from transpiler.transforms.forward.tangents import substitute_operands
         operands = list(template.operands[:len(primals)])
         dots = [f"{op}_dot" for op in operands]
@@ -251,7 +250,6 @@ def jvp_rule(fn: Any, primals: tuple, tangents: tuple, kwargs: dict) -> Any:
 def custom_jvp_call(fn: Any, primals: tuple, tangents: tuple, kwargs: Any = None) -> tuple:
     """``(out, out_dot)`` of a `custom_jvp` function, from its own rule."""
     if kwargs:
-        from transpiler.errors import TranspileError, user_location
         raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
                              "supported", user_location(), "pass them positionally")
     return fn.apply(primals, tangents)
@@ -262,9 +260,7 @@ def custom_jvp_vjp(fn: Any, args: tuple, kwargs: dict, g: Any) -> tuple:
     the cotangents of the inputs are the transpose of that linear map applied to `g` --
     reverse mode of the rule's tangent output with respect to its tangents (one call of
     generated code, itself differentiable: a second derivative goes through the rule)."""
-    from transpiler.transforms.ad.cotangents import differentiable_value, item
     if kwargs:
-        from transpiler.errors import TranspileError, user_location
         raise TranspileError("keyword arguments in a call of a custom_jvp function are not "
                              "supported", user_location(), "pass them positionally")
     if g is None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 from transpiler.primitives.jvp_template import DOT_SUFFIX, JVPTemplate
 from transpiler.primitives.vjp_template import BAR_SUFFIX, TemplateError, VJPTemplate
 from transpiler import lax
@@ -21,8 +23,6 @@ from transpiler.codegen import load_source
 
 def template_namespace() -> dict[str, Any]:
     """The module aliases templates refer to: ``jnp``, ``lax``, ``ad``, ``np``."""
-    import numpy as np
-
     return {"jnp": jnp, "lax": lax, "ad": ad, "np": np}
 
 

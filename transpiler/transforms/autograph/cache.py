@@ -6,12 +6,13 @@ source maps of its own) is converted afresh each time."""
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 from typing import Any, Callable, Optional
 
 from transpiler.errors import SourceLocation
 from transpiler.errors import GENERATED_SOURCE_MAPS
-from transpiler.codegen import disk_cache
+from transpiler.codegen import disk_cache, load_source
 from transpiler.rewritten import INTRODUCED
 from transpiler.transforms.autograph import runtime as autograph_runtime
 from transpiler.codegen.disk_cache import portable_path
@@ -41,7 +42,7 @@ def converted_function(fn: Callable) -> Callable:
         loaded = _load(fn, disk_key)
         if loaded is not None:
             return loaded
-    from transpiler.transforms.autograph.convert import convert_function
+    from transpiler.transforms.autograph.convert import convert_function  # cycle: it imports this module
     converted = convert_function(fn)
     entry = CONVERSIONS.pop(fn, None)
     if disk_key and entry is not None:
@@ -63,9 +64,6 @@ def _store(fn: Callable, disk_key: str, converted: Callable, entry: tuple) -> No
 
 
 def _load(fn: Callable, disk_key: str) -> Optional[Callable]:
-    import builtins
-
-    from transpiler.codegen import disk_cache, load_source
     record = disk_cache.read(disk_key, ("names", "builtins", "cf_name", "info_name", "infos",
                                         "source", "name", "source_map", "module"))
     if record is None:

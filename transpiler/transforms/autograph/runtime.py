@@ -187,7 +187,6 @@ def for_range(start: Any, stop: Any, step: Any, body_fn: Callable, state: State,
 def not_(value: Any) -> Any:
     """``not value``; elementwise on a traced value."""
     if isinstance(value, Tracer):
-        from transpiler import numpy as jnp
         return jnp.logical_not(value)
     return not value
 
@@ -374,7 +373,7 @@ def convert(fn: Callable) -> Callable:
         return fn
     converted = _converted(fn)
     if converted is None:
-        from transpiler.transforms.autograph.cache import converted_function
+        from transpiler.transforms.autograph.cache import converted_function  # cycle: it imports this module
         converted = converted_function(fn)
         converted._cf_converted = True  # type: ignore[attr-defined]
         _CONVERTED[fn] = (disk_cache.bindings(fn), converted)

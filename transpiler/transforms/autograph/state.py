@@ -288,5 +288,5 @@ def rebuild(flat: Sequence[Any], plan: Plan) -> tuple:
 
 
 def _errors(info: ConstructInfo, name: str, loop: bool) -> Any:
-    from transpiler.transforms.autograph.errors import StateErrors
+    from transpiler.transforms.autograph.errors import StateErrors  # cycle: it imports this module
     return StateErrors(info, name, loop)

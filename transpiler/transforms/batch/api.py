@@ -32,6 +32,7 @@ from transpiler import numpy as jnp
 from transpiler.codegen import emit_text
 from transpiler.transforms.common.arguments import as_arrays
 from transpiler.transforms.common.generated import target
+from transpiler.transforms.reverse.generate import load_cached, store_cached
 from transpiler.tracebacks import filtered
 
 _GENERATED: dict[tuple, Callable] = {}
@@ -47,15 +48,15 @@ def batch_function(fn: Callable, batched: frozenset) -> Callable:
         return hit
     # On disk like reverse mode's code (api.py), keyed apart by a marker in the name set;
     # batched code has no generated callees (bt.call finds them at run time).
-    from transpiler.transforms.reverse.generate import load_cached, store_cached
     disk_key = disk_cache.key(fn, batched | {"<vmap>"}, False)
     loaded = load_cached(fn, disk_key) if disk_key else None
     if loaded is not None:
         hit = loaded[1]
         hit.batch_suffix = hit.cotangent_param  # type: ignore[attr-defined]
     else:
+        # lazy: the frontend and batch.transform import libcst (import transpiler stays fast)
         from transpiler.frontend import is_library, parse_function
-        from transpiler.transforms.batch.transform import Vectorize
+        from transpiler.transforms.batch.transform import Vectorize  # lazy: as above (libcst)
         parse_key = (fn, key[2])  # its namespace is read when it is parsed
         parsed = _PARSED.get(parse_key)
         if parsed is None:
@@ -94,19 +95,18 @@ class Vmapped(TransformedFunction):
             self.source  # noqa: B018 (generates it)
 
     def vjp(self, args: tuple, kwargs: dict, g: Any, with_closure: bool = False) -> Any:
-        from transpiler.transforms.ad.vmapped import vmap_vjp
+        from transpiler.transforms.ad.vmapped import vmap_vjp  # cycle: it imports this module
         bars, fn_bar = vmap_vjp(self, args, kwargs, g)
         return (bars, fn_bar) if with_closure else bars
 
     def jvp(self, primals: tuple, tangents: tuple, kwargs: dict, fn_dot: Any = None) -> tuple:
-        from transpiler.transforms.ad.vmapped import vmap_jvp
+        from transpiler.transforms.ad.vmapped import vmap_jvp  # cycle: it imports this module
         return vmap_jvp(self, primals, tangents, kwargs, fn_dot)
 
     def differentiable(self) -> Callable:
         """As input to grad/jvp: ``def vmap_f(x, y): return _vmapped(x, y)``, whose call the
         AD transforms differentiate by the rules of ad/vmapped.py."""
         if getattr(self, "_wrapper", None) is None:
-            from transpiler.transforms.common.generated import target
             params = [p for p in _arg_names(self.fun, 64) if not p.isdigit()]
             name = f"vmap_{self.fname}".replace("<lambda>", "lambda")
             source = f"def {name}({', '.join(params)}):\n" \

@@ -20,6 +20,7 @@ batched parameter (``x_b=None``) and return ``(out, out_b)``.
 
 from __future__ import annotations
 
+import builtins
 import re
 from typing import Any, Optional
 
@@ -27,6 +28,7 @@ import libcst as cst
 
 from transpiler.errors import TranspileError
 from transpiler.primitives.core import Primitive
+from transpiler.transforms.ad import control  # (whether a batch is traced or runs)
 from transpiler.transforms.common import classify as cl
 from transpiler.transforms.common.statements import (TIGHT_EQUAL, _all_assigned, _append, _assign,
                                             _block, _code, _deferred_error, transform_namespace,
@@ -50,9 +52,6 @@ _MODULE_PREFIX = re.compile(r"(?<![\w.])(bt|jnp|lax|np)\.")
 
 
 def _computing() -> frozenset:
-    import builtins
-
-    from transpiler.transforms.ad import control  # (whether a batch is traced or runs)
     return frozenset({lax.stop_gradient, builtins.abs, builtins.zip, builtins.enumerate,
                       builtins.reversed, builtins.sorted, builtins.iter, control._any,
                       control._traced})

@@ -11,6 +11,7 @@ generated batched code (batch/transform.py), made on first use.
 
 from __future__ import annotations
 
+import operator as op
 import types
 
 import numpy as np
@@ -28,7 +29,7 @@ from transpiler.transforms.common import closures
 from transpiler import numpy as jnp
 from transpiler.numpy.indexing import getitem as array_getitem
 from transpiler.primitives import shape as sp
-from transpiler.transforms.common.generated import for_jit
+from transpiler.transforms.common.generated import for_jit, refuse_rule_code
 
 
 class _AtRefWithBatchedIndex:
@@ -162,7 +163,7 @@ def unbatched_or_fail(dims: tuple, message: str, hint: str, file: Any, line: int
     """Before a statement the transform could not batch: fine when nothing it reads is
     batched after all, else the transform's error, at the statement."""
     if batched(dims):
-        from transpiler.transforms.ad.cotangents import fail
+        from transpiler.transforms.ad.cotangents import fail  # cycle: transforms.ad reaches this module
         fail(message, hint, file, line, col)
 
 
@@ -209,7 +210,7 @@ def getattribute(x: Any, dims: Any, name: str) -> tuple[Any, Any]:
     value = getattr(x, name)
     if dims is None:
         return value, None
-    from transpiler.transforms.ad.cotangents import child_index, node_of
+    from transpiler.transforms.ad.cotangents import child_index, node_of  # cycle: transforms.ad reaches this module
     node = node_of(x)
     dim_node = node_of(dims)
     if node is None or dim_node is None:
@@ -363,7 +364,6 @@ def _batch_first(value: Any, value_dims: int, rank: int) -> Any:
 
 
 def _indexed_shape(aval: ShapedArray, key: tuple) -> tuple:
-    import numpy as np
     return np.empty(aval.shape, dtype=bool)[key].shape
 
 
@@ -396,7 +396,7 @@ def call(fn: Any, args: tuple, dims: tuple, kwargs: Optional[dict] = None,
             return operator(*args), None
         target = for_jit(fn) if isinstance(fn, types.FunctionType) else fn
         return target(*args, **kwargs), None
-    from transpiler.transforms.bt import rules as batch_rules
+    from transpiler.transforms.bt import rules as batch_rules  # cycle: bt.rules imports this package
     return batch_rules.dispatch(fn, tuple(args), tuple(dims), kwargs, kwdims or {}, fn_dims)
 
 
@@ -404,8 +404,7 @@ def function_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict,
                   fn_dims: Any, free_values: Optional[dict] = None) -> tuple[Any, Any]:
     """A Python function with source: its generated ``vmap_<name>`` (a closure's
     closed-over values replaced by `free_values` where given)."""
-    from transpiler.transforms.common.generated import for_jit, refuse_rule_code
-    from transpiler.transforms.batch.api import batch_function
+    from transpiler.transforms.batch.api import batch_function  # cycle: batch.api imports this package
     for arg in args:  # the derivative machinery running a lax control-flow rule (ad/control.py)
         if callable(arg):
             refuse_rule_code(arg, "vmap")
@@ -456,9 +455,7 @@ def _operators() -> dict[int, Any]:
     """The transpiler.numpy functions generated code calls for Python operators
     (batch/transform.py), as the operators themselves."""
     if not _OPERATORS:
-        import operator as op
-
-        from transpiler import numpy as jnp
+        # cycle (and libcst): common.classify reaches this package through transforms.ad
         from transpiler.transforms.common import classify as cl
         names = {**{v: k for k, v in cl.BINOP_TO_FUNCTION.items()},
                  **{v: k for k, v in cl.UNARY_TO_FUNCTION.items()}}

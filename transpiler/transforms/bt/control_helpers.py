@@ -15,7 +15,7 @@ from transpiler.primitives.core import abstractify
 from transpiler.transforms import bt
 from transpiler.transforms.ad import control
 from transpiler.transforms.bt.control_leaves import part
-from transpiler.transforms.common import closures
+from transpiler.transforms.common import closures, traced
 from transpiler.transforms.common.closures import carries_derivative, closure_items, is_closure
 from transpiler.tree_util._registry import sequence_like
 
@@ -118,7 +118,6 @@ def _getattr(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> t
     value = getattr(*args)
     if callable(args[0]) and isinstance(value, (str, type(None))) and not bt.batched(dims[1:]):
         return value, None
-    from transpiler.transforms.common import traced
     return traced.batch(fn, args, dims, kwargs, kwdims)
 
 

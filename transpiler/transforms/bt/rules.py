@@ -8,6 +8,7 @@ import functools
 import types
 from typing import Any
 
+from transpiler.array import ShapeDtypeStruct
 from transpiler.errors import TranspileError, user_location
 from transpiler.primitives.core import Primitive
 from transpiler.transforms import bt
@@ -87,7 +88,6 @@ def _array_of_sequence(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: 
     after the batch axis."""
     if not args or not isinstance(args[0], (list, tuple)) or bt.batched(kwdims) \
             or not bt.batched(dims[0]):
-        from transpiler.transforms.common.generated import target
         return bt.function_call(target(fn), args, dims, kwargs, kwdims, None)
     size = bt.batch_size()
 
@@ -167,7 +167,6 @@ def _host_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) ->
                              "callback takes a batch", user_location(),
                              "pass vmap_method='sequential' (one call per element), "
                              "'expand_dims' or 'broadcast_all' (one call, batch axis first)")
-    from transpiler.array import ShapeDtypeStruct
     callback = args[0]
     shapes = tree_util.tree_map(  # (a batched array stands for one element's shape)
         lambda a, d: ShapeDtypeStruct(a.shape if d.dim is None else

@@ -6,6 +6,9 @@ the companions (each companion a leaf)."""
 
 from __future__ import annotations
 
+import builtins
+import inspect
+import types
 from typing import Any
 
 from transpiler import tree_util
@@ -14,7 +17,7 @@ from transpiler.tree_util._registry import sequence_like
 from transpiler.rewritten import with_item
 from transpiler.transforms.ad import forward as fh
 from transpiler.transforms.ad import calls, cotangents as rh
-from transpiler.transforms.ad import remat
+from transpiler.transforms.ad import remat, vmapped
 from transpiler import rewritten
 from transpiler import numpy as jnp
 from transpiler.transforms.common.arguments import leaves_like
@@ -125,7 +128,6 @@ def rules() -> dict[int, Any]:
     table[id(rh.item)] = _item
     table[id(calls.with_element)] = _with_element
     table[id(calls.unstaged)] = _unstaged
-    import builtins
     table.update({id(builtins.zip): _zip, id(builtins.enumerate): _enumerate,
                   id(builtins.reversed): _reversed, id(builtins.dict): _dict,
                   id(builtins.iter): _iter, id(rewritten.zip_list): _zip,
@@ -261,8 +263,6 @@ def _with_element(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict)
 def _vjp_call(fn: Any, args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
     """``ad.vjp_call(f, args, kwargs, g)`` (a callee of derivative code known at run time)
     with batched operands: the VJP f would get, batched."""
-    import types
-
     f, call_args, call_kwargs, g = args[:4]
     activity = args[4] if len(args) > 4 else None  # (the caller's static activity)
     f_dims, a_dims, k_dims, g_dims = dims[:4]
@@ -389,7 +389,6 @@ def _vmapped_vjp(v: Any, args: tuple, a_dims: tuple, kwargs: dict, k_dims: dict,
     cotangent from its inner batch axis to its argument's layout, the outer batch axis
     first; `v_dims`, a dict by name, says which values a closure closes over carry this
     vmap's axis. Returns (bars, their dims, the dict of a closure's cotangents, its dims)."""
-    from transpiler.transforms.ad import vmapped
     plan = vmapped.vjp_plan(v, args)
     if plan is None:
         return (None,) * len(args), None, None, None
@@ -486,8 +485,6 @@ def _custom_vjp_bwd(helper: Any, args: tuple, dims: tuple, kwargs: dict,
     """``ad.custom_vjp_bwd(f, args, kwargs, g)`` on batched values: f's fwd and bwd rules
     run batched (from their source, so a collective in bwd sees the whole batch); the
     arguments are bound to positions here, not by batching the helper's `inspect` calls."""
-    import inspect
-
     f, f_args, f_kwargs, g = args
     _, a_dims, k_dims, g_dims = dims
     if f.fwd is None or f.bwd is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, Union
 
+import numpy as np
+
 from transpiler import tree_util
 from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.generated import target
@@ -17,8 +19,6 @@ from transpiler.primitives.core import abstractify
 
 def as_arrays(tree: Any, floats: bool = False) -> Any:
     """NumPy values in `tree` as arrays (and Python floats too, with `floats`)."""
-    import numpy as np
-
     kinds: tuple = (np.ndarray, np.generic, float, complex) if floats else (np.ndarray, np.generic)
     return tree_util.tree_map(lambda x: jnp.asarray(x) if isinstance(x, kinds) else x, tree)
 

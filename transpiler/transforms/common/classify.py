@@ -23,11 +23,20 @@ from transpiler.transforms.reverse.custom_vjp import CustomVJP
 from transpiler import lax
 from transpiler import numpy as jnp
 from transpiler import rewritten
+from transpiler.builtin_functions import stand_in
+from transpiler.numpy import creation
+from transpiler.rewritten import sequence, with_item
 from transpiler.primitives import core
 from transpiler.transforms.reverse import custom_vjp as custom
 from transpiler.transforms.reverse.generate import vjp_function
 from transpiler.transforms.forward import api as forward_api
 from transpiler.transforms.ad import calls, forward as forward_helpers, cotangents as runtime_helpers
+from transpiler.transforms.ad import control, indexing, remat
+from transpiler.transforms.batch.api import vmap
+from transpiler.transforms.common import closures, partials, signature
+from transpiler.transforms.common.arguments import as_arrays, finalize
+from transpiler.transforms.common.callables import as_function
+from transpiler.transforms.common.traced import readable
 from transpiler.transforms.forward.custom_jvp import CustomJVP
 from transpiler.transforms.common import generated
 from transpiler.transforms.common.generated import Staged, is_wrapper
@@ -84,9 +93,6 @@ STATIC_MODULES = frozenset({"transpiler.dtypes", "transpiler.errors", "transpile
 
 
 def _static_functions() -> frozenset:
-    from transpiler.numpy import creation
-    from transpiler.transforms.common import signature
-    from transpiler.transforms.ad import control  # (the rules of lax control flow)
     # ... and the transforms' own machinery, reached through the run-time helpers of
     # generated code (a derivative of a derivative): it returns functions, never values.
     return frozenset({jnp.shape, jnp.ndim, jnp.size, jnp.result_type, core.abstractify,
@@ -252,10 +258,8 @@ def classify(value: cst.BaseExpression, namespace: dict[str, Any], local_names: 
             return Op("call", local_operands, callee=("local", parts[0]), callee_expr=value.func)
         callee = resolve(parts, namespace) if parts is not None and parts[0] in namespace \
             else _MISSING
-        from transpiler.builtin_functions import stand_in  # (imports transpiler.numpy)
         # Python's max, min, sum, abs, and NumPy's functions: their differentiable forms
         callee = stand_in(callee, numpy=namespace.get(USER_CODE, True))
-        from transpiler.transforms.common.callables import as_function
         callee = as_function(callee)  # m.loss, partials, callable objects: their functions
         return Op("call", local_operands, callee=callee, callee_expr=value.func)
     if isinstance(value, cst.BinaryOperation):
@@ -288,10 +292,7 @@ def _cotangent_helpers() -> dict[int, str]:
     linear maps they are -- second-order derivatives run through them, and their source
     walks containers in ways the transforms do not take apart (comprehensions)."""
     if not _HELPER_KINDS:
-        from transpiler.rewritten import sequence, with_item
-        from transpiler.transforms.common.arguments import as_arrays, finalize
-        from transpiler.transforms.ad import forward as forward_helpers
-        from transpiler.transforms.ad import cotangents as rh
+        rh = runtime_helpers
         _HELPER_KINDS.update({id(as_arrays): "pass", id(forward_helpers._filled): "pass",
                               id(finalize): "pass",
                               id(forward_helpers.zeros_like_tree): "static",
@@ -310,9 +311,8 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(rh.finalize): "pass", id(rh.or_zeros): "pass",
                               id(rh.spread): "pass", id(sequence): "pass",
                               id(calls.unstaged): "pass"})  # (jit is the identity)
-        from transpiler.transforms.batch.api import vmap
         _HELPER_KINDS[id(vmap)] = "pass"  # vmap(g) carries g's closure (its derivative)
-        from transpiler.transforms.common import closures  # a closure's derivative: its cells'
+        # a closure's derivative: its cells'
         _HELPER_KINDS.update({id(closures.closure_params): "closure_free_params",
                               id(closures.free_values): "closure_free_values",
                               id(closures.free_bars): "closure_free_bars",
@@ -328,20 +328,20 @@ def _cotangent_helpers() -> dict[int, str]:
                               id(closures.active_names): "static",
                               id(closures.closure_vjp_function): "static",
                               id(closures.closure_jvp_function): "static"})
-        from transpiler.transforms.ad import remat  # a checkpoint's barrier: the identity
+        # a checkpoint's barrier: the identity
         _HELPER_KINDS[id(remat.recompute)] = "pass"
         _HELPER_KINDS[id(remat.checkpoint_name)] = "pass"  # a name for the policies
-        from transpiler.transforms.ad import indexing  # sort's derivatives: permutations
+        # sort's derivatives: permutations
         _HELPER_KINDS.update({id(indexing.sorted_tangent): "sort_permuted",
                               id(indexing.unsorted_cotangent): "sort_unpermuted"})
-        from transpiler.transforms.ad import control  # the rules forward mode reads
+        # the rules forward mode reads
         _HELPER_KINDS.update({id(control.fill): "control_fill",
                               id(control._where): "control_where",
                               id(control._primal): "pass",  # (conversion is staging only)
                               id(control._traced): "static",
                               id(control._any): "static",
                               id(control._index_dtype): "static"})
-        from transpiler.transforms.common import partials  # a partial's derivative: its arguments'
+        # a partial's derivative: its arguments'
         _HELPER_KINDS.update({id(partials.bound): "partial_bound",
                               id(partials.pair): "partial_pair",
                               id(partials.own_bars): "partial_own_bars",
@@ -372,7 +372,6 @@ def callee_kind(callee: Any) -> str:
         return callee[0]  # ("method", name) or ("local", name)
     if getattr(type(callee), "runtime_transform", False):  # vmap(f): rules at run time
         return "runtime"
-    from transpiler.transforms.ad import cotangents as runtime_helpers
     if callee is runtime_helpers.seed:  # identity in the cotangent, constant in the output
         return "seed"
     if is_wrapper(callee):  # f = jit(g): g's derivative
@@ -390,7 +389,6 @@ def callee_kind(callee: Any) -> str:
     if getattr(callee, "__module__", "") in STATIC_MODULES:
         return "static"
     if isinstance(callee, types.FunctionType):
-        from transpiler.transforms.common.traced import readable
         return "runtime" if callee in GENERATING or not readable(callee) else "function"
     if isinstance(callee, Staged):
         return "jitted"

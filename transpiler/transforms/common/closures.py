@@ -61,14 +61,14 @@ def carries_derivative(value: Any, depth: int = 0) -> bool:
         return True
     if isinstance(value, types.ModuleType) or not hasattr(value, "shape"):
         return False  # modules, functions, ints, strings, other objects: constants
-    from transpiler.transforms.ad.cotangents import differentiable_value
+    from transpiler.transforms.ad.cotangents import differentiable_value  # cycle: it imports this module
     return differentiable_value(value)
 
 
 def is_static(value: Any) -> bool:
     """Closed-over values the generated code keeps as constants (by identity): modules,
     classes, primitives, builtins and the library's functions never carry derivatives."""
-    from transpiler.frontend import is_library
+    from transpiler.frontend import is_library  # lazy: the frontend imports libcst
     return isinstance(value, (types.ModuleType, type, Primitive, types.BuiltinFunctionType)) \
         or (isinstance(value, types.FunctionType) and not value.__code__.co_freevars
             and is_library(value))
@@ -90,7 +90,7 @@ def _parsed(fn: Any, lower_comprehensions: bool = False) -> Any:
     params, key = converted(fn)
     parsed = _PARSED.get((key, lower_comprehensions))
     if parsed is None:
-        from transpiler.frontend import parse_function
+        from transpiler.frontend import parse_function  # lazy: the frontend imports libcst
         parsed = _PARSED[(key, lower_comprehensions)] = parse_function(
             fn, closure_params=params, lower_comprehensions=lower_comprehensions)
     return parsed
@@ -113,15 +113,18 @@ def _generated(fn: Any, active: frozenset, mode: str) -> Callable:
         refuse_rule_code(fn, mode)
         parsed = _parsed(fn, lower_comprehensions=mode == "vmap")
         if mode == "reverse mode":
+            # lazy: the transform classes import libcst (and reach this module: a cycle)
             from transpiler.transforms.reverse.transform import ReverseAD
             generated = ReverseAD(parsed, active, False, vjp_function).run()
         elif mode == "vmap":
+            # lazy: as above (libcst; a cycle)
             from transpiler.frontend import is_library
-            from transpiler.transforms.batch.transform import Vectorize
+            from transpiler.transforms.batch.transform import Vectorize  # lazy: as above
             generated = Vectorize(parsed, active, library=is_library(fn)).run()
         else:
+            # lazy: as above (libcst; a cycle)
             from transpiler.frontend import is_library
-            from transpiler.transforms.forward.transform import ForwardAD
+            from transpiler.transforms.forward.transform import ForwardAD  # lazy: as above
             generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
         function = emit_generated(fn, parsed, generated, mode)
         # the keyword of the output cotangent, or the suffix of the tangents

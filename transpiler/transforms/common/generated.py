@@ -8,6 +8,8 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from transpiler.config import config
 from transpiler.errors import TranspileError, user_location
 from transpiler.rule_code import is_generated_rule, readers
@@ -161,7 +163,7 @@ def primitive_function(fun: Any) -> Any:
     hit = _PRIMITIVE_FUNCTIONS.get(fun.name)
     if hit is not None:
         return hit
-    import libcst as cst
+    import libcst as cst  # lazy: libcst loads on first transform (import transpiler stays fast)
 
     names = ", ".join(template.operands)
     func = cst.parse_module(f"def {fun.name}({names}):\n"
@@ -192,7 +194,7 @@ def for_jit(generated: Callable) -> Callable:
     values converted to lax control flow (transforms/autograph/convert.py)."""
     if not trace_stack:
         return generated
-    from transpiler.transforms.autograph.runtime import callee
+    from transpiler.transforms.autograph.runtime import callee  # cycle: it reaches this module
     return callee(generated)
 
 
@@ -202,7 +204,7 @@ def parsed_function(fn: Callable) -> Any:
     key = (fn, disk_cache.bindings(fn))  # its namespace is read when it is parsed
     parsed = _PARSED.get(key)
     if parsed is None:
-        from transpiler.frontend import parse_function
+        from transpiler.frontend import parse_function  # lazy: the frontend imports libcst
         parsed = _PARSED[key] = parse_function(fn)
     return parsed
 
@@ -220,10 +222,8 @@ def emit_generated(fn: Callable, parsed: Any, generated: Any, transform: str) ->
 
 
 def aliases(namespace: dict[str, Any]) -> dict[str, Any]:
-    import numpy as np
-
-    from transpiler.transforms import ad
-    from transpiler.transforms import bt
+    # cycle: transforms.ad and transforms.bt import this module
+    from transpiler.transforms import ad, bt
     out = {}
     for alias, module in (("jnp", jnp), ("lax", lax), ("np", np), ("ad", ad), ("bt", bt)):
         out[alias if namespace.get(alias, module) is module else f"_{alias}"] = module

@@ -59,7 +59,7 @@ def make_jvp(primals: tuple, tangents: tuple, kwargs: dict, kwargs_dot: dict) ->
 def call_jvp(fn: functools.partial, primals: tuple, tangents: tuple, kwargs: dict,
              fn_dot: Optional[Pair], kwargs_dot: dict) -> tuple:
     """``(fn(*primals, **kwargs), its tangent)``: the function on the bound arguments."""
-    from transpiler.transforms.ad.forward import jvp_call
+    from transpiler.transforms.ad.forward import jvp_call  # cycle: ad.forward imports this module
     args_dot, keywords_dot, func_dot = pair(fn, fn_dot)
     args, full_kwargs = bound(fn, primals, kwargs)
     return jvp_call(fn.func, args, (*args_dot, *tangents), full_kwargs, func_dot,
@@ -89,8 +89,9 @@ def make_vjp(args: tuple, kwargs: dict, g: Optional[Pair]) -> tuple[tuple, dict]
 def call_vjp(fn: functools.partial, args: tuple, kwargs: dict, g: Any) -> tuple:
     """The cotangents of ``fn(*args, **kwargs)``'s positional arguments, then that of the
     partial itself (its pair, None where nothing flowed)."""
+    # cycle: ad.calls and ad.cotangents (via transforms.ad) import this module
     from transpiler.transforms.ad.calls import vjp_call_closure, vjp_call_keywords
-    from transpiler.transforms.ad.cotangents import differentiable_value
+    from transpiler.transforms.ad.cotangents import differentiable_value  # cycle: as above
     full_args, full_kwargs = bound(fn, args, kwargs)
     k, func = arity(fn), function(fn)
     function_bar = None
@@ -151,7 +152,7 @@ def make_batched(args: tuple, dims: tuple, kwargs: dict, kwdims: dict) -> tuple:
 def call_batched(fn: functools.partial, args: tuple, dims: tuple, kwargs: dict,
                  kwdims: dict, fn_dims: Any) -> tuple:
     """A call of a partial under vmap: its function on the bound arguments."""
-    from transpiler.transforms.bt import rules as batch_rules
+    from transpiler.transforms.bt import rules as batch_rules  # cycle: bt.rules imports this module
     args_dims, keyword_dims, func_dims = pair(fn, fn_dims if isinstance(fn_dims, tuple)
                                               else None)
     full_args, full_kwargs = bound(fn, args, kwargs)

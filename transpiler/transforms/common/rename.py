@@ -48,7 +48,6 @@ def rename(node: _Node, mapping: dict[str, str]) -> _Node:
     if not changes:
         return node
     if isinstance(node, cst.BaseExpression):  # most values: skip the transformer if untouched
-        from transpiler.transforms.common.classify import names_in
         if not any(name in changes for name in names_in(node)):
             return node
     return cast(_Node, node.visit(RenameNames(changes)))

@@ -4,6 +4,10 @@ derivative rules share."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import linecache
+import os
 from collections import Counter
 from typing import Any, Optional, cast
 
@@ -146,8 +150,6 @@ def _with_out_bar(params: cst.Parameters, name: str = "_out_bar") -> cst.Paramet
 
 
 def _source_line(loc: Any) -> str:
-    import linecache
-    import os
     text = linecache.getline(loc.file, loc.line).strip()
     return f"{os.path.basename(loc.file)}:{loc.line}  {text}"
 
@@ -163,7 +165,6 @@ def transform_namespace(parsed: Any) -> dict[str, Any]:
 def _local_imports(func: cst.FunctionDef) -> dict[str, Any]:
     """Names bound by ``import`` statements inside the function (lazy imports in library
     code), resolved now so that calls through them can be differentiated."""
-    import importlib
     found: dict[str, Any] = {}
     code = cst.Module([]).code_for_node
 
@@ -265,7 +266,6 @@ def _pieces(line: cst.BaseStatement) -> list[tuple[str, str]]:
     (not attribute names, not keywords), found by Python's own parser."""
     pieces = _PIECES.get(line)
     if pieces is None:
-        import ast
         text = cst.Module(body=[line]).code  # type: ignore[list-item]
         starts = [0]
         for row in text.splitlines(keepends=True):
@@ -289,7 +289,6 @@ def _expression_pieces(expression: str) -> list[tuple[str, str]]:
     """`_pieces` of an expression's source text (a JVP template's contribution)."""
     pieces = _EXPRESSION_PIECES.get(expression)
     if pieces is None:
-        import ast
         spots = sorted((n.col_offset, n.end_col_offset, n.id)  # type: ignore[misc]
                        for n in ast.walk(ast.parse(expression, mode="eval"))
                        if isinstance(n, ast.Name))
@@ -315,8 +314,6 @@ def atom_text(node: cst.CSTNode) -> str:
 
 
 def _module(alias: str) -> Any:
-    import numpy as np
-
     return {"jnp": jnp, "lax": lax, "np": np, "ad": ad}[alias]
 
 

@@ -17,7 +17,7 @@ from transpiler.errors import TranspileError, user_location
 from transpiler.transforms.common.arguments import active_names, argnums_of, positional_names
 from transpiler.transforms.common.generated import (TransformedFunction, at_creation,
                                                     carries_its_function, for_jit, target)
-from transpiler.transforms.reverse.generate import vjp_function
+from transpiler.transforms.reverse.generate import load_cached, store_cached, vjp_function
 from transpiler.transforms.common.signature import star_name
 from transpiler.transforms.forward.custom_jvp import CustomJVP, jvp_of_custom_jvp
 from transpiler.codegen import disk_cache
@@ -46,7 +46,6 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
     if hit is not None:
         return hit
     # On disk like reverse mode's code, keyed apart by a marker in the name set.
-    from transpiler.transforms.reverse.generate import load_cached, store_cached
     disk_key = disk_cache.key(fn, active | {"<jvp>"}, False)
     loaded = load_cached(fn, disk_key, lambda c, a: jvp_function(c, a)[1]) \
         if disk_key else None
@@ -54,10 +53,11 @@ def jvp_function(fn: Callable, active: frozenset) -> tuple[str, Callable]:
         loaded[1].tangent_suffix = loaded[1].cotangent_param  # type: ignore[attr-defined]
         _GENERATED[key] = loaded
         return loaded
+    # lazy: the frontend, forward.transform and classify import libcst (and reach this module)
     from transpiler.frontend import is_library
-    from transpiler.transforms.forward.transform import ForwardAD
+    from transpiler.transforms.forward.transform import ForwardAD  # lazy: as above
     parsed = parsed_function(fn)
-    from transpiler.transforms.common import classify
+    from transpiler.transforms.common import classify  # lazy: as above
     with classify.generating(fn):
         generated = ForwardAD(parsed, active, jvp_function, library=is_library(fn)).run()
     function = emit_generated(fn, parsed, generated, "forward mode")
@@ -113,7 +113,7 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None,
     if len(primals) > len(names) and star is not None and any(
             t is not None for t in tangents[len(names):]):
         active.append(star)
-    from transpiler.transforms.ad.forward import _filled
+    from transpiler.transforms.ad.forward import _filled  # cycle: ad.forward imports this module
     if not active:  # every tangent None: nothing is differentiated, the output tangent is 0
         out, out_dot = fun(*primals), None
     else:
@@ -253,7 +253,6 @@ class Jacobian(TransformedFunction):
         if self.kind == "jacrev":
             return vjp_function(fn, active, self.has_aux)[1].source  # type: ignore
         if self.kind == "hessian":  # (as __call__ computes it)
-            from transpiler.transforms.reverse.api import grad
             inner: Any = jacrev(self.fun, self.argnums) if isinstance(self.argnums, int) and \
                 not self.has_aux else grad(self.fun, argnums=self.argnums, has_aux=self.has_aux)
             fn = inner.differentiable()
@@ -263,8 +262,9 @@ class Jacobian(TransformedFunction):
 def _jacobian_function(j: Jacobian, closed_over: bool = False) -> Callable:
     """Write and load ``jacfwd_<f>``/``jacrev_<f>`` (see `Jacobian.differentiable`); with
     `closed_over`, of the closure's code with its closed-over values as first parameters."""
+    # cycle: transforms.ad and batch.api reach this module through common.closures
     from transpiler.transforms import ad
-    from transpiler.transforms.batch.api import vmap
+    from transpiler.transforms.batch.api import vmap  # cycle: as above
     from transpiler.transforms.common import closures  # (closures imports this module)
     if not isinstance(j.argnums, int) or j.has_aux:
         raise TranspileError(f"a {j.kind} with several argnums or has_aux cannot be "
@@ -292,7 +292,6 @@ def _jacobian_function(j: Jacobian, closed_over: bool = False) -> Callable:
                 f"{x}{suffix}=ad.basis_of({x}))\n"
                 f"    return ad.forward_jacobian(_columns, {x})\n")
     else:
-        from transpiler.transforms.reverse.generate import vjp_function
         if closed_over:
             generated = closures.closure_vjp_function(target, frozenset({x}))
             callee = generated.__name__
@@ -393,7 +392,7 @@ def _tangent_keywords(target: Callable, names: list[str], count: int, nums: tupl
 
 def _jacfwd(fun: Callable, args: tuple, nums: tuple, argnums: Any, has_aux: bool,
             fname: str) -> Any:
-    from transpiler.transforms.ad.forward import _filled
+    from transpiler.transforms.ad.forward import _filled  # cycle: ad.forward imports this module
     target = _differentiable_target(fun)
     names = positional_names(target)
     _, generated = jvp_function(target, active_names(target, nums))

@@ -22,6 +22,7 @@ tangents)``, where primals and tangents cover the other arguments.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 from transpiler.errors import TranspileError, user_location
@@ -87,7 +88,7 @@ class CustomJVP:
 
     def apply(self, primals: tuple, tangents: tuple) -> tuple:
         """``(out, out_dot)`` from the rule (zeros for missing tangents, as JAX passes)."""
-        from transpiler.transforms.ad.forward import zeros_like_tree
+        from transpiler.transforms.ad.forward import zeros_like_tree  # cycle: ad.forward imports this module
         if self.rule is None:
             raise TranspileError(f"No JVP defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', 'f')} using defjvp.",
@@ -116,7 +117,6 @@ def custom_jvp(fun: Callable | None = None, *, nondiff_argnums: Sequence[int] = 
 
 
 def _positional_names(fn: CustomJVP) -> list[str]:
-    import inspect
     return [p.name for p in inspect.signature(fn.fun).parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
@@ -149,8 +149,9 @@ def vjp_of_custom_jvp(fn: CustomJVP, has_aux: bool) -> Callable:
     """``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of a custom_jvp function itself
     (``grad(f)`` with f custom): reverse mode from its rule, as when it is called inside a
     differentiated function (ad.forward.custom_jvp_vjp)."""
+    # cycle: ad.forward and ad.cotangents (via transforms.ad) import this module
     from transpiler.transforms.ad import cotangents as ad
-    from transpiler.transforms.ad.forward import custom_jvp_vjp
+    from transpiler.transforms.ad.forward import custom_jvp_vjp  # cycle: as above
 
     def vjp_custom(*args: Any, _out_bar: Any = None, **kwargs: Any) -> tuple:
         out = fn(*args, **kwargs)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
+from transpiler.array_methods import ArrayMethods
 from transpiler.primitives.core import Primitive
 from transpiler.rewritten import sequence
 from transpiler.transforms.ad import helper_tangents
@@ -30,6 +31,7 @@ from transpiler.transforms.common.statements import (
     index_text,
 )
 from transpiler.transforms.forward.custom_jvp import CustomJVP
+from transpiler.transforms.reverse.adjoints import normalized_args
 from transpiler.transforms.reverse.structural_rules import AT_METHODS
 
 if TYPE_CHECKING:  # (the emitter calls these rules; they call back its naming helpers)
@@ -142,7 +144,6 @@ def call_tangent(gen: ForwardAD, stmt: cst.BaseStatement, t: str, op: cl.Op,
     if kind == "method":
         receiver, method = cl.method_call(op)
         if method in cl.METHOD_OWN:
-            from transpiler.array_methods import ArrayMethods
             return call_rule(gen, stmt, t, getattr(ArrayMethods, method), [receiver, *args])
         if method in ("items", "values"):  # a dict's entries
             d = op.method_self
@@ -193,7 +194,6 @@ def call_tangent(gen: ForwardAD, stmt: cst.BaseStatement, t: str, op: cl.Op,
     if kind in ("local", "runtime"):
         return runtime_rule(gen, stmt, t, call, args)
     if kind == "control":  # lax.cond, fori_loop, scan ...: rules of their own (ad/control.py)
-        from transpiler.transforms.reverse.adjoints import normalized_args
         return runtime_rule(gen, stmt, t, call, normalized_args(gen, stmt, op.callee, args))
     return runtime_rule(gen, stmt, t, call, args)  # no source: traced (transforms/common/traced.py)
 

@@ -8,6 +8,7 @@ from typing import Any, Optional, cast
 import libcst as cst
 from transpiler.frontend.cst_templates import parse_template_expression, parse_template_statement
 
+from transpiler.array_methods import ArrayMethods
 from transpiler.primitives.core import Primitive
 from transpiler.rewritten import sequence
 from transpiler.transforms.common import classify as cl
@@ -168,7 +169,6 @@ def call_adjoint(gen: Any, stmt: cst.BaseStatement, op: cl.Op, call: cst.Call,
         receiver = op.method_self
         assert receiver is not None  # classify records the receiver of every method call
         if op.callee[1] in cl.METHOD_OWN:
-            from transpiler.array_methods import ArrayMethods
             method = getattr(ArrayMethods, op.callee[1])
             return call_rule(gen, stmt, method, [cst.Arg(cst.Name(receiver)), *args], t)
         if op.callee[1] in AT_METHODS:

@@ -98,7 +98,7 @@ class Transformed(TransformedFunction):
 def _wrapper_function(t: Transformed, closed_over: bool = False) -> Callable:
     """Write and load ``grad_<name>`` for a grad/value_and_grad transform (see above); with
     `closed_over`, of the closure's code with its closed-over values as first parameters."""
-    from transpiler.transforms import ad
+    from transpiler.transforms import ad  # cycle: transforms.ad reaches this module via common.closures
     from transpiler.transforms.common import closures  # (closures imports forward/api)
     fun = target(t._original)
     params = positional_names(fun)
@@ -163,7 +163,7 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int]] = 0,
                                 f"{len(names)} positional parameters")
             active |= {star}
         _, generated = vjp_function(fun, active, has_aux)
-        from transpiler.transforms.ad.cotangents import SEED
+        from transpiler.transforms.ad.cotangents import SEED  # cycle: as in _wrapper_function
         # like JAX: NumPy inputs become arrays, and so do the Python floats differentiated
         # (weakly typed), so the function computes on arrays wherever JAX traces
         args = tuple(as_arrays(a, floats=i in nums) for i, a in enumerate(args))

@@ -236,7 +236,7 @@ def custom_vjp(fun: Optional[Callable] = None, nondiff_argnums: Sequence[int] = 
 def vjp_of_custom(fn: CustomVJP, has_aux: bool) -> Callable:
     """The ``vjp_<name>(*args, _out_bar=None, **kwargs) -> (out, bars)`` of a custom_vjp
     function itself (``grad(f)`` with f custom): fwd once, then bwd from the seed."""
-    from transpiler.transforms.ad import cotangents as ad
+    from transpiler.transforms.ad import cotangents as ad  # cycle: transforms.ad imports this module
 
     def vjp_custom(*args: Any, _out_bar: Any = None, **kwargs: Any) -> tuple[Any, tuple]:
         positional = fn.positional(args, kwargs)

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 from transpiler.transforms.common.generated import (aliases, emit_generated, parsed_function,
                                                     refuse_rule_code, target)
 from transpiler.transforms.reverse.custom_vjp import CustomVJP, vjp_of_custom
-from transpiler.codegen import disk_cache
+from transpiler.codegen import disk_cache, load_source
 
 _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 
@@ -17,7 +17,7 @@ _GENERATED: dict[tuple, tuple[str, Callable]] = {}
 def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tuple[str, Callable]:
     """The generated ``vjp_<name>(*args, _out_bar=None) -> (out, bars)`` of `fn` (cached)."""
     fn = target(fn)
-    from transpiler.transforms.forward.custom_jvp import CustomJVP, vjp_of_custom_jvp
+    from transpiler.transforms.forward.custom_jvp import CustomJVP, vjp_of_custom_jvp  # cycle: it imports this module
     # Their own rules, not their source (not cached: defvjp/defjvp may follow)
     if isinstance(fn, CustomVJP):
         return f"vjp_{getattr(fn, '__name__', 'custom')}", vjp_of_custom(fn, has_aux)
@@ -35,9 +35,9 @@ def vjp_function(fn: Callable, active: frozenset, has_aux: bool = False) -> tupl
         loaded[1].vjp_of = key  # type: ignore[attr-defined]
         _GENERATED[key] = loaded
         return loaded
-    from transpiler.transforms.reverse.transform import ReverseAD
+    from transpiler.transforms.reverse.transform import ReverseAD  # lazy: imports libcst (and this module)
     parsed = parsed_function(fn)
-    from transpiler.transforms.common import classify
+    from transpiler.transforms.common import classify  # lazy: as above
     with classify.generating(fn):
         generated = ReverseAD(parsed, active, has_aux, vjp_function).run()
     function = emit_generated(fn, parsed, generated, "reverse mode")
@@ -76,7 +76,6 @@ def load_cached(fn: Callable, disk_key: str, callee_code: Optional[Callable] = N
                  ) -> Optional[tuple[str, Callable]]:
     """Generated code from the disk cache; its generated callees come from `callee_code`
     (``(fn, active) -> function``; reverse mode's by default)."""
-    from transpiler.codegen import disk_cache, load_source
     record = disk_cache.read(disk_key, ("names", "callees", "source", "name", "source_map",
                                         "module", "out_bar"))
     if record is None:
