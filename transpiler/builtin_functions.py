@@ -64,7 +64,7 @@ def map(function: Any, *iterables: Any) -> Any:
             out.append(function(x))   # reverse mode differentiates again)
     else:  # (zip's derivative keeps a tape per row, inside the loop's: reverse over reverse
         # of it is an error, "puts a differentiated value into _tape in place")
-        rows = zip(*iterables)
+        rows = list(zip(*iterables))
         for i in range(builtins.len(rows)):
             out.append(function(*rows[i]))
     return out
