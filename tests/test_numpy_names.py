@@ -480,8 +480,22 @@ def test_roots_and_poly_of_a_matrix():
     _close(jnp.roots(np.float32([0, 1, -3, 2, 0])).shape, (3,), dtype=False)
     m = np.float32([[2, 0], [0, 3]])
     _close(jnp.poly(m), np.poly(m), dtype=False)
+    assert np.asarray(jnp.poly(m)).dtype == np.complex64  # JAX's: through the eigenvalues
+    _close(tp.jit(jnp.poly)(m), np.poly(m), dtype=False)
     with pytest.raises(ValueError, match="concrete"):
         tp.jit(jnp.roots)(np.float32([1, -3, 2]))
+    # without strip_zeros the coefficients may be traced (JAX's): a NaN per leading zero
+    traced = tp.jit(lambda p: jnp.roots(p, strip_zeros=False))
+    got = np.asarray(traced(np.float32([0, 1, -3, 2])))
+    _close(np.sort_complex(got[:2]), np.complex64([1, 2]))
+    assert np.isnan(got[2])
+    # and differentiated: d(root)/d(coefficients) of x^2 - 3x + 2, against finite differences
+    largest = lambda p: jnp.max(jnp.real(jnp.roots(p, strip_zeros=False)))  # noqa: E731
+    p0 = np.float32([1, -3, 2])
+    eps = 1e-3
+    fd = [(float(largest(p0 + eps * e)) - float(largest(p0 - eps * e))) / (2 * eps)
+          for e in np.eye(3, dtype=np.float32)]
+    np.testing.assert_allclose(np.asarray(tp.grad(largest)(p0)), fd, rtol=2e-2, atol=2e-2)
 
 
 def test_vectorize_signature_and_excluded():

@@ -74,8 +74,6 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                                   "int1 int2 int4 uint1 uint2 uint4"),
         **_reasons(FILES, "fromfile load save savez"),
     },
-    "jax.numpy.linalg": _reasons("general (non-symmetric) eigenvalues: not built yet "
-                                 "(issue 19)", "eig eigvals"),
     "jax.lax": {
         **_reasons(COMPOSITE, "acos_p acosh_p asin_p asinh_p atanh_p cosh_p sinh_p "
                               "broadcast_in_dim_p clamp_p clz_p cond_p cumlogsumexp_p "
@@ -105,9 +103,9 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         **_reasons(NOT_YET, "breakpoint log"),
         **_reasons(INTERNAL, "DebugEffect OrderedDebugEffect"),
     },
-    "jax.scipy.linalg": _reasons(NOT_YET, "eigh_tridiagonal expm_frechet funm hessenberg "
-                                          "polar qr_multiply rsf2csf schur solve_sylvester "
-                                          "sqrtm"),
+    "jax.scipy.linalg": _reasons("a real Schur form (LAPACK's gees, CPU only in JAX): not "
+                                 "built yet; sqrtm, funm and solve_sylvester go through eig",
+                                 "hessenberg rsf2csf schur"),
     "jax.errors": _reasons("an error kind we do not raise (yet): JAX's runtime, index, "
                            "jaxpr and key-reuse errors", "InconclusiveDimensionOperation "
                            "JAXIndexError JAXTypeError JaxRuntimeError JaxprTypeError "

@@ -171,9 +171,9 @@ def pairing(a: Any, b: Any) -> float:
 
 
 def accepts_bfloat16(prim: Any, args: tuple, params: dict) -> bool:
-    """Whether `prim` takes this call's floats as bfloat16 (the FFT takes only float32 and
-    float64, as JAX's does)."""
-    return prim.name != "fft"
+    """Whether `prim` takes this call's floats as bfloat16 (the FFT and eig take only
+    float32 and float64, as JAX's do)."""
+    return prim.name != "fft" and not prim.name.startswith("eig_")
 
 
 def carries_derivative(out: np.ndarray) -> bool:

@@ -68,3 +68,29 @@ CASES += [
     Case("householder_q", lambda m: jnp.linalg.qr(m, mode="complete")[0], (a,),
          lambda m: np.linalg.qr(m, mode="complete")[0], rtol=1e-4, atol=1e-4),
 ]
+
+general = floats(2, 4, 4, seed=7) + np.diag(np.arange(4.0, dtype=np.float32))  # distinct
+
+
+def _eig(m):
+    return lax.linalg.eig(m, enable_eigvec_derivs=True)
+
+
+def _left_numpy(m):
+    """LAPACK's left eigenvectors from NumPy's right ones: columns of ``V^-H`` at unit norm
+    with their largest component real."""
+    vl = np.conj(np.swapaxes(np.linalg.inv(np.linalg.eig(m)[1]), -1, -2))
+    vl = vl / np.linalg.norm(vl, axis=-2, keepdims=True)
+    top = np.take_along_axis(vl, np.argmax(np.abs(vl), axis=-2)[..., None, :], axis=-2)
+    return vl * np.conj(top) / np.abs(top)
+
+
+CASES += [
+    Case("eig_values", jnp.linalg.eigvals, (general,), lambda m: np.linalg.eigvals(m),
+         rtol=1e-4, atol=1e-4),
+    Case("eig_vectors", lambda m: _eig(m)[2], (general,), lambda m: np.linalg.eig(m)[1],
+         rtol=1e-4, atol=1e-4),
+    Case("eig_left_vectors", lambda m: _eig(m)[1], (general,), _left_numpy, rtol=1e-4, atol=1e-4),
+    Case("eig_vectors_inverse", lax.linalg.nonsymmetric.eig_vectors_inverse_p, (general[0],),
+         lambda m: np.linalg.inv(np.linalg.eig(m)[1]), rtol=1e-4, atol=1e-4),
+]

@@ -1,7 +1,7 @@
 """``transpiler.numpy.linalg``: norms, and the factorizations and solvers of
 `transpiler.lax.linalg` with NumPy's signatures (cholesky, solve, inv, det, slogdet,
-matrix_power, eigh, eigvalsh, svd, svdvals, qr, pinv, lstsq, matrix_rank, cond). Every
-function but `lstsq` (2-d, as in JAX) maps over leading batch dimensions.
+matrix_power, eigh, eigvalsh, eig, eigvals, svd, svdvals, qr, pinv, lstsq, matrix_rank,
+cond). Every function but `lstsq` (2-d, as in JAX) maps over leading batch dimensions.
 
 ``norm`` follows NumPy: vector norms for ``ord`` in ``None/2, 1, inf, -inf, 0`` or any
 number p; matrix norms for ``None/'fro', 1, -1, inf, -inf, 2, -2, 'nuc'`` (the last three
@@ -29,7 +29,8 @@ from transpiler.primitives.core import broadcast_shapes as core_broadcast
 from transpiler.numpy.products import matmul, outer, tensordot, trace
 from transpiler.lax import linalg as la
 
-__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq",
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
+           "inv", "lstsq",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
            "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
@@ -270,6 +271,26 @@ def eigh(a: Any, UPLO: Any = None, symmetrize_input: bool = True) -> EighResult:
 def eigvalsh(a: Any, UPLO: Any = "L", *, symmetrize_input: bool = True) -> Any:
     """``jnp.linalg.eigvalsh``: the ascending eigenvalues of each symmetric matrix."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def eig(a: Any) -> EigResult:
+    """``jnp.linalg.eig``: (eigenvalues, right eigenvectors as columns) of each general
+    matrix, complex, in LAPACK's order and normalization (unit norm, largest component
+    real); computed by LAPACK on the host, as JAX does on CPU. The eigenvalues are
+    differentiable, the eigenvectors are not (JAX's rule: see `lax.linalg.eig`)."""
+    w, v = la.eig(_square(a, "eig"), compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a: Any) -> Any:
+    """``jnp.linalg.eigvals``: the (complex) eigenvalues of each general matrix."""
+    return la.eig(_square(a, "eigvals"), compute_left_eigenvectors=False,
+                  compute_right_eigenvectors=False)[0]
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,

@@ -3,8 +3,10 @@ convention): poly, polyadd, polysub, polymul, polydiv, polyder, polyint, polyval
 roots, and the Vandermonde matrix `vander`.
 
 Coefficient counts are static (they are shapes); the arithmetic is convolution, Horner's
-rule and least squares, so everything but `roots` (and `poly` of a matrix) also runs
-under ``jit`` and differentiates.
+rule and least squares, and roots are the eigenvalues of the companion matrix
+(`linalg.eigvals`, as JAX), so everything also runs under ``jit`` and differentiates --
+but `roots` with ``strip_zeros=True`` (the default), whose leading zeros decide the
+result's length: concrete coefficients only, as in JAX.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.numpy.convolution import convolve
-from transpiler.numpy.creation import asarray, full, ones, zeros
+from transpiler.numpy.creation import arange, asarray, full, ones, zeros
+from transpiler.numpy.math import where
+from transpiler.numpy.matrices import diag
+from transpiler.numpy.reductions import all as all_
+from transpiler.numpy.reductions import argmin
+from transpiler.numpy.sorting import argsort
 from transpiler.numpy.elementwise_functions import _promote, _promote_inexact
 from transpiler.numpy.joining import concatenate, pad
 from transpiler.numpy.math import power, sqrt, true_divide
@@ -54,16 +61,12 @@ def vander(x: Any, N: Optional[int] = None, increasing: bool = False) -> Any:
 
 def poly(seq_of_zeros: Any) -> Any:
     """The coefficients of the monic polynomial with the given roots (of a square
-    matrix: of its characteristic polynomial, concrete matrices only)."""
+    matrix: of its characteristic polynomial, through its complex eigenvalues, as JAX)."""
     zeros_ = atleast_1d(asarray(seq_of_zeros))
     shape = zeros_.shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
-        values = np.linalg.eigvals(_concrete(zeros_, "poly", "general eigenvalues of a "
-                                             "matrix are computed with NumPy"))
-        if np.all(np.isreal(values)):
-            values = values.real
-        zeros_ = asarray(values.astype(dtypes.to_inexact(
-            np.result_type(dtypes.to_inexact(zeros_.dtype), values.dtype))))
+        from transpiler.numpy.linalg import eigvals  # cycle: lax.linalg's loops import jnp
+        zeros_ = eigvals(_promote_inexact(zeros_)[0])
     elif len(shape) == 1:
         zeros_ = _promote_inexact(zeros_)[0]
     else:
@@ -249,20 +252,29 @@ def polyfit(x: Any, y: Any, deg: int, rcond: Optional[float] = None, full: bool 
 
 
 def roots(p: Any, *, strip_zeros: bool = True) -> Any:
-    """The roots of a polynomial, as complex numbers (the eigenvalues of its companion
-    matrix; concrete coefficients only, computed with NumPy)."""
-    p = atleast_1d(asarray(p))
+    """The roots of a polynomial, as complex numbers: the eigenvalues of its companion
+    matrix (JAX's and NumPy's algorithm), zero roots last. Leading zero coefficients are
+    stripped with `strip_zeros` (concrete coefficients only: they decide the length);
+    without it each root they lose is NaN, and the coefficients may be traced."""
+    p = atleast_1d(_promote_inexact(asarray(p))[0])
     if p.ndim != 1:
         raise ValueError("Input must be a rank-1 array.")
-    values = _concrete(p, "roots", "general eigenvalues are computed with NumPy")
-    dtype = dtypes.complex_dtype(dtypes.to_inexact(p.dtype))
-    if values.size < 2:
+    if strip_zeros:
+        values = _concrete(p, "roots", "pass strip_zeros=False to trace the coefficients")
+        nonzero = np.flatnonzero(values)
+        p = p[int(nonzero[0]):] if nonzero.size else p[:0]
+    dtype = dtypes.complex_dtype(p.dtype)
+    if p.shape[0] < 2:
         return zeros((0,), dtype=dtype)
-    nonzero = np.flatnonzero(values)
-    leading = values.size if nonzero.size == 0 else int(nonzero[0])
-    found = np.roots(values[leading:]) if leading < values.size - 1 else np.zeros(0)
-    found = np.concatenate([found[found != 0], found[found == 0]])  # zero roots last
-    if not strip_zeros:  # one NaN for each root lost to a leading zero, as in JAX
-        missing = values.size - 1 - found.size
-        found = np.concatenate([found, np.full(missing, complex(np.nan, np.nan))])
-    return asarray(found.astype(dtype))
+    n = p.shape[0]
+    is_zero = p == 0
+    leading = where(all_(is_zero), n, argmin(is_zero))
+    p = where(leading == n, 1.0, p)  # all zero: every root is NaN below, none is divided by 0
+    p = p[(arange(n) + leading) % n]  # the leading zeros rolled to the end
+    companion = diag(ones((p.shape[0] - 2,), p.dtype), -1)
+    companion = companion.at[0, :].set(-p[1:] / p[0])
+    from transpiler.numpy.linalg import eigvals  # cycle: lax.linalg's loops import jnp
+    found = eigvals(companion)
+    found = found[argsort(found == 0, stable=True)]  # zero roots last
+    return where(arange(found.shape[0]) < found.shape[0] - leading, found,
+                 complex(np.nan, np.nan))

@@ -15,12 +15,16 @@ from transpiler.lax.loops import fori_loop
 from transpiler.lax import linalg as la
 from transpiler.numpy.linalg import det, inv  # noqa: F401  (re-exported)
 from transpiler.numpy import linalg as jla
+from transpiler.scipy.matrix_functions import (  # noqa: F401  (re-exported)
+    funm, polar, solve_sylvester, sqrtm)
 from transpiler.scipy.special_matrices import (  # noqa: F401  (re-exported)
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu",
-           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "circulant",
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
+           "eigh_tridiagonal", "expm", "expm_frechet", "funm", "inv", "lu", "lu_factor",
+           "lu_solve", "polar", "qr", "qr_multiply", "solve", "solve_sylvester",
+           "solve_triangular", "sqrtm", "svd", "circulant",
            "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion",
            "hadamard", "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie",
            "pascal", "toeplitz"]
@@ -186,6 +190,70 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
     return (r,) if mode == "r" else (q, r)
 
 
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False) -> tuple[Any, Any]:
+    """``(Q @ c, R)`` (`mode` ``'left'``) or ``(c @ Q, R)`` (``'right'``) with the economic
+    ``a = Q R``; `c` 1-d is a column (left) or a row (right); `conjugate` uses conj(Q)."""
+    if pivoting:
+        raise located(NotImplementedError, "qr_multiply: pivoting=True is not supported yet",
+                      "use pivoting=False")
+    if mode not in ("right", "left"):
+        raise located(ValueError, f"mode must be 'right' or 'left', got {mode!r}")
+    a, c = jnp.asarray(a), jnp.asarray(c)
+    dtype = dtypes.to_inexact(jnp.result_type(a, c))
+    a, c = a.astype(dtype), c.astype(dtype)
+    onedim = c.ndim == 1
+    if onedim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise located(ValueError, f"Array shapes are not compatible for Q @ c operation: a has "
+                      f"shape {tuple(a.shape)} so Q has {k} columns, but c has "
+                      f"{c.shape[-2]} rows (expected {k}).")
+    if mode == "right" and c.shape[-1] != m:
+        raise located(ValueError, f"Array shapes are not compatible for c @ Q operation: a has "
+                      f"shape {tuple(a.shape)} so Q has {m} rows, but c has {c.shape[-1]} "
+                      f"columns (expected {m}).")
+    q, r = la.qr(a, full_matrices=False)
+    if conjugate:
+        q = jnp.conj(q)
+    out = q @ c if mode == "left" else c @ q
+    return (jnp.ravel(out) if onedim else out), r
+
+
+def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str = "a",
+                     select_range: Any = None, tol: Any = None, key: Any = None) -> Any:
+    """The (ascending) eigenvalues, and eigenvectors as columns unless `eigvals_only`, of
+    the symmetric tridiagonal matrix with diagonal `d` and off-diagonal `e`; `select`
+    ``'i'`` keeps those with indices ``select_range[0] <= i <= select_range[1]``. The
+    eigenvectors are `eigh`'s of the whole matrix (JAX's come from inverse iteration:
+    the same up to sign)."""
+    d, e = jnp.asarray(d), jnp.asarray(e)
+    if d.dtype != e.dtype:
+        raise located(TypeError, "diagonal and off-diagonal values must have same dtype, "
+                      f"got {d.dtype} and {e.dtype}")
+    if d.dtype not in (np.float32, np.float64):
+        raise located(TypeError, "Only float32 and float64 inputs are supported as inputs to "
+                      f"jax.scipy.linalg.eigh_tridiagonal, got {d.dtype}")
+    n = d.shape[-1]
+    if d.ndim != 1 or e.shape != (max(n - 1, 0),):
+        raise located(ValueError, f"eigh_tridiagonal: expected a diagonal of shape (n,) and an "
+                      f"off-diagonal of shape (n - 1,), got {tuple(d.shape)} and {tuple(e.shape)}")
+    if select == "v":
+        raise located(NotImplementedError, "Calculation of eigenvalues in a specific range "
+                      "is not implemented")
+    if select not in ("a", "i"):
+        raise located(ValueError, f"select must be 'a', 'i' or 'v', got {select!r}")
+    matrix = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
+    w, v = jla.eigh(matrix)
+    if select == "i":
+        low, high = (int(i) for i in select_range)
+        w, v = w[low:high + 1], v[:, low:high + 1]
+    return w if eigvals_only else (w, v)
+
+
 # --- the matrix exponential -------------------------------------------------------------------
 # Higham's scaling and squaring (SIAM J. Matrix Anal. Appl. 26, 2005), as JAX and SciPy do:
 # scale A by 2^-s until its 1-norm is below the Pade approximant's bound, take the [m/m]
@@ -251,3 +319,27 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     r = fori_loop(0, max_squarings, square, r)
     too_many = jnp.expand_dims(squarings > max_squarings, (-1, -2))
     return jnp.where(too_many, jnp.full_like(r, np.nan), r)
+
+
+def expm_frechet(A: Any, E: Any, *, method: Any = None, compute_expm: bool = True) -> Any:
+    """``jax.scipy.linalg.expm_frechet``: the Frechet derivative of the matrix exponential
+    at `A` in direction `E` (and ``expm(A)`` first, with `compute_expm`): the upper right
+    block of ``expm([[A, E], [0, A]])``, which is that derivative exactly."""
+    a, e = jnp.asarray(A), jnp.asarray(E)
+    if not dtypes.is_inexact(a.dtype):
+        a = a.astype(dtypes.default_float())
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise located(ValueError, "expected A to be a square matrix")
+    if e.ndim != 2 or e.shape[0] != e.shape[1]:
+        raise located(ValueError, "expected E to be a square matrix")
+    if a.shape != e.shape:
+        raise located(ValueError, "expected A and E to be the same shape")
+    if method not in ("SPS", None):
+        raise located(ValueError, f"only method='SPS' is supported, got {method!r}")
+    n = a.shape[0]
+    dtype = jnp.result_type(a, e)
+    block = jnp.concatenate([jnp.concatenate([a, e], axis=1),
+                             jnp.concatenate([jnp.zeros_like(a), a], axis=1)], axis=0)
+    whole = expm(block.astype(dtype))
+    frechet = whole[:n, n:]
+    return (whole[:n, :n], frechet) if compute_expm else frechet

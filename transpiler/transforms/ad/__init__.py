@@ -35,7 +35,10 @@ from transpiler.transforms.ad.indexing import (  # noqa: F401
     dynamic_update_slice_update_cotangent, gather_cotangent, idx_p, scatter_operand_cotangent,
     scatter_updates_cotangent, sort_order, sorted_tangent, unsorted_cotangent)
 from transpiler.transforms.ad.linalg import (  # noqa: F401
-    cholesky_cotangent, cholesky_tangent, eigh_values_cotangent, eigh_values_tangent,
+    cholesky_cotangent, cholesky_tangent, eig_left_vectors_cotangent,
+    eig_left_vectors_tangent, eig_values_cotangent,
+    eig_values_tangent, eig_vectors_cotangent, eig_vectors_inverse_cotangent,
+    eig_vectors_inverse_tangent, eig_vectors_tangent, eigh_values_cotangent, eigh_values_tangent,
     eigh_vectors_cotangent, eigh_vectors_tangent, linear_solve_a_tangent, logabsdet_cotangent,
     logabsdet_tangent, qr_q_cotangent, qr_q_tangent, singular_values_cotangent,
     singular_values_tangent, svd_vectors_cotangent, svd_vectors_tangent,

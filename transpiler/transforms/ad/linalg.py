@@ -7,9 +7,10 @@ from typing import Any
 
 
 import transpiler.numpy as jnp
+from transpiler import lax
 from transpiler.errors import located
 from transpiler.lax import linalg as la
-from transpiler.lax.linalg import spectral
+from transpiler.lax.linalg import nonsymmetric as ns, spectral
 
 
 def _mT(x: Any) -> Any:
@@ -199,3 +200,132 @@ def qr_q_cotangent(g: Any, a: Any, q: Any) -> Any:
     p = _mT(q) @ g
     x_bar = g + q @ (jnp.tril(p - _mT(p), -1) - p)
     return la.triangular_solve(r, x_bar, left_side=False, lower=False, transpose_a=True)
+
+
+# --- eig of a general matrix (lax/linalg/eig.py): complex, JAX's convention (cotangents
+# are transposes without conjugation; a real operand's is the real part) ----------------------
+
+def _as_operand(a_bar: Any, a: Any) -> Any:
+    return a_bar if jnp.iscomplexobj(a) else jnp.real(a_bar)
+
+
+def _in_basis(a_dot: Any, a: Any) -> Any:
+    """``V^-1 a_dot V``: the perturbation in the eigenvector basis."""
+    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
+    return ns.eig_vectors_inverse_p(a) @ jnp.asarray(a_dot).astype(v.dtype) @ v
+
+
+def _from_basis(p_bar: Any, a: Any) -> Any:
+    """The transpose of `_in_basis`: ``V^-T p_bar V^T``."""
+    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
+    return _as_operand(_mT(ns.eig_vectors_inverse_p(a)) @ p_bar @ _mT(v), a)
+
+
+def eig_values_tangent(a_dot: Any, a: Any) -> Any:
+    """``diag(V^-1 a_dot V)`` (arXiv 1701.00392, eq. 4.60)."""
+    return jnp.diagonal(_in_basis(a_dot, a), axis1=-2, axis2=-1)
+
+
+def eig_values_cotangent(g: Any, a: Any) -> Any:
+    """``V^-T diag(g) V^T``."""
+    p_bar = jnp.expand_dims(g, -1) * jnp.eye(jnp.shape(g)[-1], dtype=jnp.result_type(g))
+    return _from_basis(p_bar, a)
+
+
+def _refuse_vectors(enabled: bool) -> None:
+    if not enabled:
+        raise located(NotImplementedError,
+                      "derivatives of non-symmetric eigenvectors are only valid under "
+                      "assumptions on the input that cannot be checked (distinct eigenvalues)",
+                      "pass enable_eigvec_derivs=True to lax.linalg.eig to opt in (JAX's "
+                      "rule), or differentiate the eigenvalues only")
+
+
+def _largest_mask(v: Any) -> Any:
+    """1 at each column's largest-magnitude component (LAPACK's normalization fixes it real)."""
+    k = jnp.argmax(jnp.abs(v), axis=-2)
+    rows = jnp.arange(jnp.shape(v)[-2])[:, None]
+    return (rows == jnp.expand_dims(k, -2)).astype(jnp.result_type(v))
+
+
+def _vectors_tangent(da: Any, w: Any, v: Any, inverse: Any) -> Any:
+    """JAX's ``_eig_vec_jvp``: ``dV = U + V diag(c)``, ``U = V (F * P)`` with
+    ``P = V^-1 da V``; ``c`` keeps each column of unit norm with its largest component real
+    (Giles 2008, 3.1), for eigenvalues `w`, eigenvectors `v` and ``inverse = V^-1``."""
+    u = v @ (_inverse_gaps(w) * (inverse @ da @ v))
+    mask = _largest_mask(v)
+    c = lax.complex(-jnp.sum(jnp.real(jnp.conj(v) * u), axis=-2),
+                    -jnp.sum(jnp.imag(mask * u), axis=-2)
+                    / jnp.sum(jnp.real(mask * v), axis=-2))
+    return u + v * jnp.expand_dims(c, -2)
+
+
+def _vectors_cotangent(g: Any, w: Any, v: Any, inverse: Any) -> Any:
+    """The transpose of `_vectors_tangent` in `da` (complex, before a real operand's real
+    part is taken)."""
+    mask = _largest_mask(v)
+    c_bar = jnp.sum(v * g, axis=-2)  # c = complex(r, s): r_bar = Re(c_bar), s_bar = -Im(c_bar)
+    s_bar = -jnp.imag(c_bar) / jnp.sum(jnp.real(mask * v), axis=-2)
+    u_bar = (g - jnp.conj(v) * jnp.expand_dims(jnp.real(c_bar), -2)
+             + mask * jnp.expand_dims(lax.complex(jnp.zeros_like(s_bar), s_bar), -2))
+    p_bar = _scaled(_inverse_gaps(w), _mT(v) @ u_bar)
+    return _mT(inverse) @ p_bar @ _mT(v)
+
+
+def _right(a: Any) -> tuple[Any, Any, Any]:
+    """(w, V, V^-1) of `a`, each differentiable to any order."""
+    return (ns.eig_values_p(a), ns.eig_vectors_p(a, enable_eigvec_derivs=True),
+            ns.eig_vectors_inverse_p(a))
+
+
+def _left(a: Any, vl: Any) -> tuple[Any, Any, Any]:
+    """(conj(w), VL, VL^-1): the left eigenvectors are the right ones of ``a^H``. Columns
+    of VL are those of ``V^-H`` rescaled, ``VL = V^-H diag(d)`` with ``d = diag(V^H VL)``,
+    so ``VL^-1 = diag(1/d) V^H``."""
+    w, v, _ = _right(a)
+    vh = jnp.conj(_mT(v))
+    d = jnp.diagonal(vh @ vl, axis1=-2, axis2=-1)
+    return jnp.conj(w), vl, vh / jnp.expand_dims(d, -1)
+
+
+def _complex_like(a_dot: Any, v: Any) -> Any:
+    return jnp.asarray(a_dot).astype(jnp.result_type(v))
+
+
+def eig_vectors_tangent(a_dot: Any, a: Any, v: Any, enabled: bool) -> Any:
+    """The right eigenvectors' tangent (`_vectors_tangent`)."""
+    _refuse_vectors(enabled)
+    w, _, inverse = _right(a)
+    return _vectors_tangent(_complex_like(a_dot, v), w, v, inverse)
+
+
+def eig_vectors_cotangent(g: Any, a: Any, v: Any, enabled: bool) -> Any:
+    """The transpose of `eig_vectors_tangent`."""
+    _refuse_vectors(enabled)
+    w, _, inverse = _right(a)
+    return _as_operand(_vectors_cotangent(g, w, v, inverse), a)
+
+
+def eig_left_vectors_tangent(a_dot: Any, a: Any, vl: Any, enabled: bool) -> Any:
+    """The left eigenvectors' tangent: the right ones' of ``a^H`` along ``a_dot^H``."""
+    _refuse_vectors(enabled)
+    da = jnp.conj(_mT(_complex_like(a_dot, vl)))
+    return _vectors_tangent(da, *_left(a, vl))
+
+
+def eig_left_vectors_cotangent(g: Any, a: Any, vl: Any, enabled: bool) -> Any:
+    """The transpose of `eig_left_vectors_tangent` (of ``x -> x^H``: ``g -> g^H``)."""
+    _refuse_vectors(enabled)
+    return _as_operand(jnp.conj(_mT(_vectors_cotangent(g, *_left(a, vl)))), a)
+
+
+def eig_vectors_inverse_tangent(a_dot: Any, a: Any, inverse: Any) -> Any:
+    """``-V^-1 dV V^-1``."""
+    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
+    return -(inverse @ eig_vectors_tangent(a_dot, a, v, True) @ inverse)
+
+
+def eig_vectors_inverse_cotangent(g: Any, a: Any, inverse: Any) -> Any:
+    """The transpose of `eig_vectors_inverse_tangent`."""
+    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
+    return eig_vectors_cotangent(-(_mT(inverse) @ g @ _mT(inverse)), a, v, True)
