@@ -18,6 +18,8 @@ import numpy as np
 from transpiler import dtypes
 from transpiler.errors import located
 from transpiler.numpy.creation import asarray, astype, identity
+from transpiler.numpy.differences import cross as cross_product
+from transpiler.numpy.matrices import diagonal as diagonal_of
 from transpiler.numpy.complex_numbers import conj, real
 from transpiler.numpy.math import abs, exp, isnan, multiply, not_equal, power, sqrt, where
 from transpiler.numpy.reductions import any as any_
@@ -421,7 +423,6 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """``linalg.cross``: the cross product of 3-vectors along `axis`."""
-    from transpiler.numpy.differences import cross as cross_product
     for x in (x1, x2):
         shape = abstractify(x, 0, "linalg.cross").shape
         if not shape or shape[normalize_axis(axis, len(shape), "linalg.cross")] != 3:
@@ -432,7 +433,6 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     """``linalg.diagonal``: the diagonal of the last two axes."""
-    from transpiler.numpy.matrices import diagonal as diagonal_of
     if abstractify(x, 0, "linalg.diagonal").ndim < 2:
         raise shape_error("linalg.diagonal: needs at least 2 dimensions, got "
                           f"{abstractify(x).shape}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, tensor_type
@@ -172,7 +173,6 @@ def _iota_lower(ctx: LoweringContext, *, dtype: np.dtype, shape: Sequence[int],
 
 
 def ir_i64(value: int) -> Any:
-    from iree.compiler import ir
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 import numpy as np
+from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, attr, tensor_type
@@ -156,7 +157,6 @@ _PRODUCERS_SEEN = 32
 def _computed_by_reduction(value: Any) -> bool:
     """Whether a `stablehlo.reduce` is among the ops that compute `value` (within
     `_PRODUCERS_SEEN` of them, in this region)."""
-    from iree.compiler import ir
     pending, seen = [value], 0
     while pending and seen < _PRODUCERS_SEEN:
         current = pending.pop()

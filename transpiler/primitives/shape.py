@@ -13,6 +13,7 @@ import builtins
 from typing import Any, Optional, Sequence
 
 import numpy as np
+from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, i64_array, tensor_type
@@ -243,7 +244,6 @@ slice_ = define("slice", impl=_slice_impl, abstract_eval=_slice_eval, lower=_sli
 
 
 def _i64(value: int) -> Any:
-    from iree.compiler import ir
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
 
 

@@ -32,7 +32,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union, cast
 
 if TYPE_CHECKING:  # libcst is imported on first use only (it takes ~0.3 s to import)
-    import libcst as cst
+    import libcst as cst  # lazy: loads on first use
 
 BAR_SUFFIX = "_bar"
 MODULE_ALIASES = ("jnp", "lax", "ad", "np")
@@ -105,7 +105,7 @@ class VJPTemplate:
     def statements(self) -> list[cst.BaseStatement]:
         """The template's statements as libcst nodes (parsed once, on first use)."""
         if self._statements is None:
-            import libcst as cst
+            import libcst as cst  # lazy: loads on first use
             self._statements = list(cst.parse_module(self.source).body)
         return self._statements
 
@@ -137,7 +137,7 @@ class VJPTemplate:
 
     def statement_source(self, index: int) -> str:
         """The source of statement `index` (with its newline)."""
-        import libcst as cst
+        import libcst as cst  # lazy: loads on first use
         statement = cast(Union[cst.SimpleStatementLine, cst.BaseCompoundStatement],
                          self.statements[index])
         return cst.Module(body=[statement]).code
@@ -145,7 +145,7 @@ class VJPTemplate:
     def compiled(self, active: frozenset[str]) -> Any:
         """The code object of `instantiate` for `active` (compiled once per active set)."""
         if active not in self._code:
-            import libcst as cst
+            import libcst as cst  # lazy: loads on first use
             body = cast(Sequence[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]],
                         self.instantiate({}, set(active)))
             self._code[active] = compile(cst.Module(body=body).code, "<vjp template>", "exec")
@@ -165,7 +165,7 @@ def vjp_template(operands: Sequence[str], source: str) -> VJPTemplate:
 def _renamer(renames: dict[str, str]) -> Any:
     """A libcst transformer replacing Names in expression position (not attribute names
     such as the ``shape`` of ``jnp.shape``, nor keyword-argument names)."""
-    import libcst as cst
+    import libcst as cst  # lazy: loads on first use
 
     replacements = {name: _expression(code) for name, code in renames.items()}
 
@@ -185,7 +185,7 @@ def _renamer(renames: dict[str, str]) -> Any:
 
 def _expression(code: str) -> Any:
     """Parse replacement code; anything but an atom gets parentheses (precedence)."""
-    import libcst as cst
+    import libcst as cst  # lazy: loads on first use
     expr = cst.parse_expression(code)
     atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
              cst.SimpleString, cst.List, cst.Dict)
