@@ -31,6 +31,13 @@ RANK2 = TALL[..., :2] @ TALL[..., :2, :]  # 2 x (6 x 4) of rank 2
 B6 = rng.normal(size=(6, 3)).astype(np.float32)
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["loops", "lapack"])
+def _lapack_on_host(request, monkeypatch):
+    """Every test with the factorizations compiled as loops (what lower() stages) and as
+    LAPACK calls on the host (what a jit called in this process stages)."""
+    monkeypatch.setattr(tp.config, "lapack_on_host", request.param)
+
+
 def _same(got, want, name, rtol=2e-4):
     got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
     want = tuple(want) if isinstance(want, (tuple, list)) else (want,)

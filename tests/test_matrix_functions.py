@@ -23,6 +23,13 @@ SPD = (A @ A.T + np.eye(4)).astype(np.float32)
 TALL = rng.normal(size=(5, 3)).astype(np.float32)
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["loops", "lapack"])
+def _lapack_on_host(request, monkeypatch):
+    """Every test with the factorizations compiled as loops (what lower() stages) and as
+    LAPACK calls on the host (what a jit called in this process stages)."""
+    monkeypatch.setattr(tp.config, "lapack_on_host", request.param)
+
+
 def _jax_scipy_linalg():
     pytest.importorskip("jax")
     import jax.scipy.linalg as jsl

@@ -63,8 +63,20 @@ def test_eager_matches_numpy(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_jit_matches_eager(family):
-    """All cases of a family compiled into one module: one IREE compile per family."""
+def test_jit_matches_eager(family, monkeypatch):
+    """All cases of a family compiled into one module: one IREE compile per family (the
+    factorizations as their compiled loops, not LAPACK on the host)."""
+    monkeypatch.setattr(tp.config, "lapack_on_host", False)
+    _check_jit(family)
+
+
+def test_jit_matches_eager_with_lapack_on_the_host(monkeypatch):
+    """What a jit called in this process stages for the factorizations: host calls."""
+    monkeypatch.setattr(tp.config, "lapack_on_host", True)
+    _check_jit("linalg")
+
+
+def _check_jit(family):
     cases = [c for c in ALL_CASES[family] if c.jit]
     args = [c.args for c in cases]
 

@@ -60,6 +60,9 @@ class Config:
         self.log_compiles: bool = _env_flag("TRANSPILER_LOG_COMPILES", False)
         # "compiling f (...) ..." on an interactive stderr while a compile takes over 1 s.
         self.compile_status: bool = _env_flag("TRANSPILER_COMPILE_STATUS", True)
+        # Under a jit called in this process, linear algebra calls LAPACK on the host (as
+        # JAX's CPU backend does) instead of the compiled loops that lower() stages.
+        self.lapack_on_host: bool = _env_flag("TRANSPILER_LAPACK_ON_HOST", True)
 
     def update(self, name: str, value: Any) -> None:
         name = self._ALIASES.get(name, name)

@@ -34,6 +34,7 @@ from transpiler.tracebacks import filtered
 from transpiler.errors import (frame_location, internal_file, located, located_type,
                                unwrapped_tracer_error, user_location)
 from transpiler.lowering.trace import StagedModule, trace_to_module
+from transpiler.lax.linalg.common import lapack_on_host
 from transpiler.primitives import core
 from transpiler.primitives.core import ShapedArray, abstractify
 from transpiler.transforms.common.generated import (ModuleCode, Staged, at_creation,
@@ -466,7 +467,8 @@ class Jitted(Staged):
         signature = compile_log.signature(names, avals, statics, self._labels)
         with compile_log.StatusLine(f"compiling {self.__name__} {signature} ..."):
             start = time.perf_counter()
-            staged, out_tree = self._trace(args, kwargs, in_tree, avals)
+            with lapack_on_host(config.lapack_on_host):  # (in this process: LAPACK)
+                staged, out_tree = self._trace(args, kwargs, in_tree, avals)
             traced = time.perf_counter()
             executable = Executable(staged, avals, out_tree, self._device)
             compiled = time.perf_counter()

@@ -17,6 +17,9 @@ from typing import Any, Optional
 import numpy as np
 
 from transpiler import dtypes
+# The package, for jnp.linalg: attached on first use (numpy/__init__.py's __getattr__), as
+# it is built on transpiler.lax, which imports jnp -- importing it here would entangle them.
+from transpiler import numpy as jnp
 from transpiler.numpy.convolution import convolve
 from transpiler.numpy.creation import arange, asarray, full, ones, zeros
 from transpiler.numpy.math import where
@@ -65,8 +68,7 @@ def poly(seq_of_zeros: Any) -> Any:
     zeros_ = atleast_1d(asarray(seq_of_zeros))
     shape = zeros_.shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
-        from transpiler.numpy.linalg import eigvals  # cycle: lax.linalg's loops import jnp
-        zeros_ = eigvals(_promote_inexact(zeros_)[0])
+        zeros_ = jnp.linalg.eigvals(_promote_inexact(zeros_)[0])
     elif len(shape) == 1:
         zeros_ = _promote_inexact(zeros_)[0]
     else:
@@ -203,7 +205,6 @@ def polyfit(x: Any, y: Any, deg: int, rcond: Optional[float] = None, full: bool 
             w: Any = None, cov: Any = False) -> Any:
     """The least-squares polynomial fit of degree `deg` (NumPy's scaling of the
     Vandermonde columns, so values agree with JAX)."""
-    from transpiler import numpy as jnp  # jnp.linalg is loaded on first use (see __init__)
     x, y = _promote_inexact(asarray(x), asarray(y))
     deg = operator.index(deg)
     order = deg + 1
@@ -273,8 +274,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     p = p[(arange(n) + leading) % n]  # the leading zeros rolled to the end
     companion = diag(ones((p.shape[0] - 2,), p.dtype), -1)
     companion = companion.at[0, :].set(-p[1:] / p[0])
-    from transpiler.numpy.linalg import eigvals  # cycle: lax.linalg's loops import jnp
-    found = eigvals(companion)
+    found = jnp.linalg.eigvals(companion)
     found = found[argsort(found == 0, stable=True)]  # zero roots last
     return where(arange(found.shape[0]) < found.shape[0] - leading, found,
                  complex(np.nan, np.nan))

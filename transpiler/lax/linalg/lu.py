@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes
-from transpiler.lax.linalg.common import (check_square, column_loop, in_float32, index_grid,
-                                         matmul, traced_once, window)
+from transpiler.lax.linalg.common import (check_square, column_loop, define_factorization,
+                                          in_float32, index_grid, matmul, traced_once, window)
 from transpiler.primitives.batching import leading_batch_rule
 from transpiler.lax.linalg.triangular import solve_impl, triangular_solve_p
 from transpiler.numpy.creation import asarray
@@ -27,7 +27,7 @@ from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import reductions as red
 from transpiler.primitives import shape as sp
-from transpiler.primitives.core import ShapedArray, abstractify, define, dtype_error, shape_error
+from transpiler.primitives.core import ShapedArray, abstractify, dtype_error, shape_error
 from transpiler.primitives.jvp_template import jvp_template
 from transpiler.primitives.vjp_template import vjp_template
 
@@ -196,14 +196,14 @@ def _det_sign_composite(a: Any) -> Any:
     return conv.select(odd, ew.negative(signs), signs)
 
 
-linear_solve_p = define("linear_solve", impl=in_float32(_linear_solve_impl),
+linear_solve_p = define_factorization("linear_solve", impl=in_float32(_linear_solve_impl),
                         abstract_eval=_linear_solve_eval,
                         composite=_linear_solve_composite,
                         doc="`x` with ``a @ x == b`` (LU with partial pivoting).")
-logabsdet_p = define("logabsdet", abstract_eval=_det_eval, composite=_logabsdet_composite,
+logabsdet_p = define_factorization("logabsdet", abstract_eval=_det_eval, composite=_logabsdet_composite,
                      impl=in_float32(lambda a: np.linalg.slogdet(a)[1].astype(a.dtype)),
                      doc="``log|det a|`` of each matrix.")
-det_sign_p = define("det_sign", abstract_eval=_det_eval, composite=_det_sign_composite,
+det_sign_p = define_factorization("det_sign", abstract_eval=_det_eval, composite=_det_sign_composite,
                     impl=in_float32(lambda a: np.linalg.slogdet(a)[0].astype(a.dtype)),
                     differentiable=False,
                     doc="The sign of ``det a`` (0 when singular).")

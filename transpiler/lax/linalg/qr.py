@@ -17,15 +17,16 @@ from typing import Any
 import numpy as np
 
 from transpiler.errors import located
-from transpiler.lax.linalg.common import (as_float_matrix, column_loop, in_float32, index_grid,
-                                         matmul, narrowed, swap_last, widened, window)
+from transpiler.lax.linalg.common import (as_float_matrix, column_loop, define_factorization,
+                                          in_float32, index_grid, matmul, narrowed, swap_last,
+                                          widened, window)
 from transpiler.primitives.batching import leading_batch_rule
 from transpiler.numpy.matrices import triu
 from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reductions as red
 from transpiler.primitives import shape as sp
-from transpiler.primitives.core import ShapedArray, abstractify, define, dtype_error, shape_error
+from transpiler.primitives.core import ShapedArray, abstractify, dtype_error, shape_error
 from transpiler.primitives.jvp_template import jvp_template
 from transpiler.primitives.vjp_template import vjp_template
 from transpiler import dtypes
@@ -89,7 +90,7 @@ def _householder_numpy(a: np.ndarray, *, full_matrices: bool) -> np.ndarray:
     return np.linalg.qr(a, mode="complete" if full_matrices else "reduced")[0].astype(a.dtype)
 
 
-householder_q_p = define(
+householder_q_p = define_factorization(
     "householder_q", impl=in_float32(_householder_numpy), abstract_eval=_householder_eval,
     composite=_householder,
     doc="The orthogonal factor Q of the QR factorization of `a` (Householder, LAPACK's signs).")

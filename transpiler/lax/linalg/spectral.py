@@ -34,9 +34,9 @@ import numpy as np
 from transpiler import dtypes
 from transpiler.errors import located
 from transpiler.lax.control import while_loop
-from transpiler.lax.linalg.common import (as_float_matrix, check_square, column_loop, in_float32,
-                                         matmul, narrowed, swap_last, symmetrized, traced_once,
-                                         widened)
+from transpiler.lax.linalg.common import (as_float_matrix, check_square, column_loop,
+                                          host_call, in_float32, matmul, narrowed, on_host,
+                                          swap_last, symmetrized, traced_once, widened)
 from transpiler.primitives.batching import leading_batch_rule
 from transpiler.lax.linalg.qr import householder_q_p
 from transpiler.numpy.indexing_functions import take_along_axis
@@ -243,7 +243,17 @@ def _jacobi_eigh(a: Any) -> tuple[Any, Any]:
 
 
 def _eigh(a: Any) -> tuple[Any, Any]:
-    return traced_once("eigh", _jacobi_eigh, a)
+    """(values, vectors) of the symmetric part of `a`, staged once per operand: by LAPACK
+    on the host (one call for both) within `lapack_on_host`, else by Jacobi sweeps."""
+    return traced_once("eigh", _eigh_staged, a)
+
+
+def _eigh_staged(a: Any) -> tuple[Any, Any]:
+    if on_host():
+        aval = abstractify(a)
+        w, v = host_call(in_float32(_eigh_numpy), [_eigh_values_eval(aval), aval], a)
+        return w, v
+    return _jacobi_eigh(symmetrized(a))
 
 
 def _eigh_eval(a: ShapedArray) -> ShapedArray:
@@ -263,11 +273,11 @@ def _eigh_numpy(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 eigh_vectors_p = define(
     "eigh_vectors", impl=in_float32(lambda a: _eigh_numpy(a)[1]), abstract_eval=_eigh_eval,
-    composite=lambda a: _eigh(symmetrized(a))[1],
+    composite=lambda a: _eigh(a)[1],
     doc="The eigenvectors (columns, ascending eigenvalues) of the symmetric part of `a`.")
 eigh_values_p = define(
     "eigh_values", impl=in_float32(lambda a: _eigh_numpy(a)[0]),
-    abstract_eval=_eigh_values_eval, composite=lambda a: _eigh(symmetrized(a))[0],
+    abstract_eval=_eigh_values_eval, composite=lambda a: _eigh(a)[0],
     doc="The ascending eigenvalues of the symmetric part of `a`.")
 
 
@@ -305,7 +315,18 @@ def _jacobi_svd(a: Any) -> tuple[Any, Any]:
 
 
 def _svd(a: Any) -> tuple[Any, Any]:
-    return traced_once("svd", _jacobi_svd, a)
+    """(singular values, right vectors) of the tall `a`, staged once per operand: by LAPACK
+    on the host (one call for both) within `lapack_on_host`, else by Jacobi sweeps."""
+    return traced_once("svd", _svd_staged, a)
+
+
+def _svd_staged(a: Any) -> tuple[Any, Any]:
+    if on_host():
+        aval = abstractify(a)
+        s, v = host_call(in_float32(_svd_numpy), [_singular_values_eval(aval),
+                                                  _svd_vectors_eval(aval)], a)
+        return s, v
+    return _jacobi_svd(a)
 
 
 def _svd_check(a: ShapedArray) -> None:
@@ -327,13 +348,13 @@ def _singular_values_eval(a: ShapedArray) -> ShapedArray:
     return ShapedArray((*a.shape[:-2], a.shape[-1]), a.dtype)
 
 
-def _svd_vectors_numpy(a: np.ndarray) -> np.ndarray:
-    vh = np.linalg.svd(a, full_matrices=False)[2]
-    return _signs_fixed_numpy(np.swapaxes(vh, -1, -2)).astype(a.dtype)
+def _svd_numpy(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _, s, vh = np.linalg.svd(a, full_matrices=False)
+    return s.astype(a.dtype), _signs_fixed_numpy(np.swapaxes(vh, -1, -2)).astype(a.dtype)
 
 
 svd_vectors_p = define(
-    "svd_vectors", impl=in_float32(_svd_vectors_numpy), abstract_eval=_svd_vectors_eval,
+    "svd_vectors", impl=in_float32(lambda a: _svd_numpy(a)[1]), abstract_eval=_svd_vectors_eval,
     composite=lambda a: _svd(a)[1],
     doc="The right singular vectors (columns, descending singular values) of a tall `a`.")
 singular_values_p = define(

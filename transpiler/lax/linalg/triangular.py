@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from transpiler.errors import located
-from transpiler.lax.linalg.common import (check_square, column_loop, in_float32, index_grid,
-                                         matmul, swap_last, symmetrized, window)
+from transpiler.lax.linalg.common import (check_square, column_loop, define_factorization,
+                                         in_float32, index_grid, matmul, swap_last,
+                                         symmetrized, window)
 from transpiler.primitives.batching import leading_batch_rule
 from transpiler.numpy.creation import asarray
 from transpiler.numpy.matrices import tril
@@ -25,7 +26,7 @@ from transpiler.primitives import conversions as conv
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import indexing as idx_p
 from transpiler.primitives import shape as sp
-from transpiler.primitives.core import ShapedArray, abstractify, define, dtype_error, shape_error
+from transpiler.primitives.core import ShapedArray, abstractify, dtype_error, shape_error
 from transpiler.primitives.jvp_template import jvp_template
 from transpiler.primitives.vjp_template import vjp_template
 
@@ -76,9 +77,9 @@ def _cholesky_composite(a: Any) -> Any:
     return conv.select(sp.broadcast_to(failed, shape=aval.shape), nan, factor)
 
 
-cholesky_p = define("cholesky", impl=in_float32(_cholesky_impl),
-                    abstract_eval=_cholesky_eval,
-                    composite=_cholesky_composite,
+cholesky_p = define_factorization("cholesky", impl=in_float32(_cholesky_impl),
+                                  abstract_eval=_cholesky_eval,
+                                  composite=_cholesky_composite,
                     doc="The lower Cholesky factor of the symmetric part of `a`.")
 
 
@@ -127,10 +128,34 @@ def solve_impl(a: np.ndarray, b: np.ndarray, *, left_side: bool = False, lower: 
     t = np.tril(t) if low else np.triu(t)
     x = np.zeros(c.shape, c.dtype)
     with np.errstate(all="ignore"):
-        for i in _substitution_order(n, low):
-            rest = c[..., i, :] - np.einsum("...k,...kj->...j", t[..., i, :], x)
-            x[..., i, :] = rest if unit_diagonal else rest / t[..., i, i][..., None]
+        if unit_diagonal or np.all(np.diagonal(t, axis1=-2, axis2=-1) != 0):
+            _solve_in_blocks(t, c, x, low, unit_diagonal)
+        else:  # a zero on the diagonal: LAPACK's inf/NaN, row by row
+            for i in _substitution_order(n, low):
+                rest = c[..., i, :] - np.einsum("...k,...kj->...j", t[..., i, :], x)
+                x[..., i, :] = rest if unit_diagonal else rest / t[..., i, i][..., None]
     return x if left_side else swap(x)
+
+
+_BLOCK = 64
+
+
+def _solve_in_blocks(t: np.ndarray, c: np.ndarray, x: np.ndarray, low: bool,
+                     unit_diagonal: bool) -> None:
+    """Substitution by blocks of rows into `x` (zeros): each block's right-hand side less
+    the rows solved so far (one matrix product), then its triangular diagonal block by
+    LAPACK -- a Python step per 64 rows, not per row."""
+    n = t.shape[-1]
+    starts = list(range(0, n, _BLOCK))
+    for start in starts if low else starts[::-1]:
+        rows = slice(start, min(start + _BLOCK, n))
+        rest = c[..., rows, :] - t[..., rows, :] @ x
+        block = t[..., rows, rows]
+        if unit_diagonal:
+            block = block.copy()
+            diagonal = np.arange(block.shape[-1])
+            block[..., diagonal, diagonal] = 1
+        x[..., rows, :] = np.linalg.solve(block, rest)
 
 
 def _solve_composite(a: Any, b: Any, *, left_side: bool = False, lower: bool = False,
@@ -161,7 +186,7 @@ def _solve_composite(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     return x if left_side else swap_last(x)
 
 
-triangular_solve_p = define(
+triangular_solve_p = define_factorization(
     "triangular_solve", impl=in_float32(solve_impl), abstract_eval=_solve_eval,
     composite=_solve_composite,
     doc="`x` with ``op(a) @ x == b`` (or ``x @ op(a) == b``), `a` triangular.")
