@@ -429,3 +429,17 @@ def test_expm_gradients_and_edge_values():
     assert np.isnan(np.asarray(tsl.expm(huge))).all()  # more than max_squarings: JAX's NaN
     with pytest.raises(TypeError, match="not supported"):
         tsl.expm(np.eye(2, dtype=np.float16))
+
+
+def test_factorization_primitives_take_half_types_under_jit():
+    """Bound directly (the public functions widen first), a primitive's eager rule runs
+    half types in float32; eigh's and svd's host call returns two results, both cast back
+    (once an AttributeError on the tuple)."""
+    from transpiler.lax.linalg import spectral
+    a = (SYM[0] + 3 * np.eye(5, dtype=np.float32)).astype(np.float16)
+    for prim in (spectral.eigh_values_p, spectral.eigh_vectors_p,
+                 spectral.singular_values_p, spectral.svd_vectors_p):
+        got, want = np.asarray(tp.jit(prim)(a)), np.asarray(prim(a))
+        assert got.dtype == want.dtype == np.float16, prim
+        np.testing.assert_allclose(np.abs(got.astype(np.float32)),
+                                   np.abs(want.astype(np.float32)), atol=1e-2, err_msg=str(prim))

@@ -37,15 +37,9 @@ def _square(a: Any, message: str) -> Any:
     return a
 
 
-def _eig(a: Any) -> tuple[Any, Any, Any]:
-    """(w, V, V^-1) of each matrix of `a`, differentiable to any order."""
-    return (ns.eig_values_p(a), ns.eig_vectors_p(a, enable_eigvec_derivs=True),
-            ns.eig_vectors_inverse_p(a))
-
-
 def _of_eigenvalues(a: Any, func: Callable[[Any], Any]) -> Any:
     """``V func(w) V^-1``: `func` of the diagonalizable matrices `a` (complex)."""
-    w, v, inverse = _eig(a)
+    w, v, inverse = ns.eigensystem(a)
     return (v * jnp.expand_dims(func(w), -2)) @ inverse
 
 
@@ -71,7 +65,7 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:
     # orthonormal in order, the Schur vectors up to phases, which |T| does not see):
     # min(1, max(eps, eps / minden * ||triu(T, 1)||_1)), minden the smallest gap between
     # eigenvalues (and |T[0, 0]|).
-    w, v, _ = _eig(a)
+    w, v, _ = ns.eigensystem(a)
     t = _schur_from_vectors(v)
     t = jnp.conj(t.T) @ a.astype(t.dtype) @ t
     n = a.shape[-1]
@@ -147,8 +141,8 @@ def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",
     if method not in ("schur", "eigen"):
         raise located(ValueError, f'Unrecognized method {method}. The two valid methods are '
                       'either "schur" or "eigen".')
-    wa, ua, ua_inverse = _eig(a)
-    wb, ub, ub_inverse = _eig(b)
+    wa, ua, ua_inverse = ns.eigensystem(a)
+    wb, ub, ub_inverse = ns.eigensystem(b)
     sums = jnp.expand_dims(wa, -1) + jnp.expand_dims(wb, -2)
     x = ua @ ((ua_inverse @ c.astype(ua.dtype) @ ub) / sums) @ ub_inverse
     if not dtypes.is_complex(c.dtype):

@@ -61,13 +61,16 @@ def index_grid(n: int, axis: int, ndim: int) -> np.ndarray:
 
 def in_float32(impl: Any) -> Any:
     """An eager rule run in float32 for half types (NumPy's LAPACK has none), the result
-    cast back."""
-    def run(*args: np.ndarray, **params: Any) -> np.ndarray:
+    (or each of a tuple of results) cast back."""
+    def run(*args: np.ndarray, **params: Any) -> Any:
         dtype = args[0].dtype
         if dtype.itemsize >= 4:
             return impl(*args, **params)
         wide = [x.astype(np.float32) if x.dtype == dtype else x for x in args]
-        return impl(*wide, **params).astype(dtype)
+        out = impl(*wide, **params)
+        if isinstance(out, tuple):
+            return tuple(o.astype(dtype) for o in out)
+        return out.astype(dtype)
     return run
 
 

@@ -24,9 +24,7 @@ from typing import Any
 import numpy as np
 
 from transpiler import dtypes
-from transpiler.array import ShapeDtypeStruct
-from transpiler.host_callbacks import pure_callback
-from transpiler.lax.linalg.common import traced_once
+from transpiler.lax.linalg.common import host_call, traced_once
 from transpiler.numpy.creation import asarray
 from transpiler.primitives.batching import leading_batch_rule
 from transpiler.primitives.core import ShapedArray, abstractify, define, dtype_error, shape_error
@@ -78,9 +76,9 @@ def decomposition(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 def _staged(a: Any) -> tuple[Any, ...]:
     aval = abstractify(a)
     out = _complex(aval.dtype)
-    shapes = (ShapeDtypeStruct(aval.shape[:-1], out),
-              *(ShapeDtypeStruct(aval.shape, out) for _ in range(3)))
-    return tuple(pure_callback(decomposition, shapes, a, vmap_method="legacy_vectorized"))
+    return tuple(host_call(decomposition, [ShapedArray(aval.shape[:-1], out),
+                                           *(ShapedArray(aval.shape, out) for _ in range(3))],
+                           a))
 
 
 def _piece(name: str, a: Any) -> Any:
@@ -130,6 +128,13 @@ eig_left_vectors_p.def_rules(
     vjp=vjp_template(("a",), """
 a_bar = ad.eig_left_vectors_cotangent(out_bar, a, out, enable_eigvec_derivs)
 """))
+
+
+def eigensystem(a: Any) -> tuple[Any, Any, Any]:
+    """(w, V, V^-1) of `a`, each differentiable to any order (the vectors' derivatives
+    enabled): what the derivative rules and the functions of a matrix are written in."""
+    return (eig_values_p(a), eig_vectors_p(a, enable_eigvec_derivs=True),
+            eig_vectors_inverse_p(a))
 
 
 # --- the lax.linalg function ----------------------------------------------------------------

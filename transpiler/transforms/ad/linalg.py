@@ -202,7 +202,7 @@ def qr_q_cotangent(g: Any, a: Any, q: Any) -> Any:
     return la.triangular_solve(r, x_bar, left_side=False, lower=False, transpose_a=True)
 
 
-# --- eig of a general matrix (lax/linalg/eig.py): complex, JAX's convention (cotangents
+# --- eig of a general matrix (lax/linalg/nonsymmetric.py): complex, JAX's convention (cotangents
 # are transposes without conjugation; a real operand's is the real part) ----------------------
 
 def _as_operand(a_bar: Any, a: Any) -> Any:
@@ -211,14 +211,14 @@ def _as_operand(a_bar: Any, a: Any) -> Any:
 
 def _in_basis(a_dot: Any, a: Any) -> Any:
     """``V^-1 a_dot V``: the perturbation in the eigenvector basis."""
-    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
-    return ns.eig_vectors_inverse_p(a) @ jnp.asarray(a_dot).astype(v.dtype) @ v
+    _, v, inverse = ns.eigensystem(a)
+    return inverse @ _complex_like(a_dot, v) @ v
 
 
 def _from_basis(p_bar: Any, a: Any) -> Any:
     """The transpose of `_in_basis`: ``V^-T p_bar V^T``."""
-    v = ns.eig_vectors_p(a, enable_eigvec_derivs=True)
-    return _as_operand(_mT(ns.eig_vectors_inverse_p(a)) @ p_bar @ _mT(v), a)
+    _, v, inverse = ns.eigensystem(a)
+    return _as_operand(_mT(inverse) @ p_bar @ _mT(v), a)
 
 
 def eig_values_tangent(a_dot: Any, a: Any) -> Any:
@@ -272,17 +272,11 @@ def _vectors_cotangent(g: Any, w: Any, v: Any, inverse: Any) -> Any:
     return _mT(inverse) @ p_bar @ _mT(v)
 
 
-def _right(a: Any) -> tuple[Any, Any, Any]:
-    """(w, V, V^-1) of `a`, each differentiable to any order."""
-    return (ns.eig_values_p(a), ns.eig_vectors_p(a, enable_eigvec_derivs=True),
-            ns.eig_vectors_inverse_p(a))
-
-
 def _left(a: Any, vl: Any) -> tuple[Any, Any, Any]:
     """(conj(w), VL, VL^-1): the left eigenvectors are the right ones of ``a^H``. Columns
     of VL are those of ``V^-H`` rescaled, ``VL = V^-H diag(d)`` with ``d = diag(V^H VL)``,
     so ``VL^-1 = diag(1/d) V^H``."""
-    w, v, _ = _right(a)
+    w, v, _ = ns.eigensystem(a)
     vh = jnp.conj(_mT(v))
     d = jnp.diagonal(vh @ vl, axis1=-2, axis2=-1)
     return jnp.conj(w), vl, vh / jnp.expand_dims(d, -1)
@@ -295,14 +289,14 @@ def _complex_like(a_dot: Any, v: Any) -> Any:
 def eig_vectors_tangent(a_dot: Any, a: Any, v: Any, enabled: bool) -> Any:
     """The right eigenvectors' tangent (`_vectors_tangent`)."""
     _refuse_vectors(enabled)
-    w, _, inverse = _right(a)
+    w, _, inverse = ns.eigensystem(a)
     return _vectors_tangent(_complex_like(a_dot, v), w, v, inverse)
 
 
 def eig_vectors_cotangent(g: Any, a: Any, v: Any, enabled: bool) -> Any:
     """The transpose of `eig_vectors_tangent`."""
     _refuse_vectors(enabled)
-    w, _, inverse = _right(a)
+    w, _, inverse = ns.eigensystem(a)
     return _as_operand(_vectors_cotangent(g, w, v, inverse), a)
 
 
