@@ -25,9 +25,9 @@ from transpiler import numpy as jnp
 from transpiler.lax.control import while_loop
 from transpiler.lowering.builder import LoweringContext
 from transpiler.primitives import conversions as conv
-from transpiler.primitives.batching import elementwise_rule
+from transpiler.primitives.batching import define_elementwise
 from transpiler.primitives.core import (Primitive, ShapedArray, abstractify, broadcast_shapes,
-                                        define, dtype_error, promote_avals)
+                                        dtype_error, promote_avals)
 from transpiler.primitives.elementwise import compute_dtype
 
 
@@ -86,8 +86,7 @@ def define_special(name: str, algorithm: Callable, *, chlo: Optional[str] = None
         result = ctx.op(chlo, operands, ShapedArray(out.shape, work))  # type: ignore[arg-type]
         return ctx.convert(result, ShapedArray(out.shape, work), out.dtype)
 
-    prim = define(name, impl=impl, abstract_eval=abstract_eval,
-                  lower=lower if chlo else None, composite=None if chlo else composite,
-                  family="elementwise", doc=doc)
-    prim.def_rules(batch=elementwise_rule(prim))
-    return prim
+    return define_elementwise(name, impl=impl, abstract_eval=abstract_eval,
+                              lower=lower if chlo else None,
+                              composite=None if chlo else composite, family="elementwise",
+                              doc=doc)

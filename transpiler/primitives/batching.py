@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from transpiler.primitives.core import REGISTRY, Primitive, abstractify
+from transpiler.primitives.core import REGISTRY, Primitive, abstractify, define
 
 BatchRule = Callable[..., tuple[Any, Any]]
 
@@ -134,3 +134,9 @@ def elementwise_rule(prim: Primitive) -> BatchRule:
     rule.__name__ = f"batch_{prim.name}"
     rule.__qualname__ = rule.__name__
     return rule
+
+
+def define_elementwise(name: str, **kwargs: Any) -> Primitive:
+    """`define` a primitive that maps elements independently, batched by `elementwise_rule`."""
+    prim = define(name, **kwargs)
+    return prim.def_rules(batch=elementwise_rule(prim))

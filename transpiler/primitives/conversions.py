@@ -13,17 +13,11 @@ from iree.compiler import ir
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, tensor_type
-from transpiler.primitives.batching import elementwise_rule
-from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes, define,
-                                        dtype_error, promote_avals, shape_error)
+from transpiler.primitives.batching import define_elementwise
+from transpiler.primitives.core import (ShapedArray, broadcast_shapes, dtype_error, promote_avals, shape_error)
 from transpiler.primitives.derivative_forms import elementwise, linear
 from transpiler.primitives.jvp_template import jvp_template
 from transpiler.primitives.vjp_template import vjp_template
-
-
-def _define(name: str, **kwargs: Any) -> Primitive:
-    prim = define(name, **kwargs)
-    return prim.def_rules(batch=elementwise_rule(prim))
 
 
 # convert_element_type(x, dtype, weak_type): NumPy's astype; float -> bool is x != 0.
@@ -52,7 +46,7 @@ def _convert_lower(ctx: LoweringContext, x: Any, *, dtype: np.dtype,
     return ctx.convert(x, ctx.avals_in[0], dtype)
 
 
-convert_element_type = _define(
+convert_element_type = define_elementwise(
     "convert_element_type", impl=_convert_impl, abstract_eval=_convert_eval,
     lower=_convert_lower, family="elementwise",
     jvp=jvp_template(("x",), x="ad.convert_tangent(x_dot, out)"),
@@ -66,7 +60,7 @@ def _bitcast_eval(x: ShapedArray, *, dtype: np.dtype) -> ShapedArray:
     return ShapedArray(x.shape, np.dtype(dtype))
 
 
-bitcast_convert_type = _define(
+bitcast_convert_type = define_elementwise(
     "bitcast_convert_type", impl=lambda x, *, dtype: x.view(dtype),
     abstract_eval=_bitcast_eval,
     lower=lambda ctx, x, *, dtype: ctx.op("stablehlo.bitcast_convert", [x]),
@@ -104,7 +98,7 @@ def _select_lower(ctx: LoweringContext, pred: Any, x: Any, y: Any) -> Any:
 
 
 # The predicate is boolean: never differentiated.
-select = _define(
+select = define_elementwise(
     "select", impl=_select_impl, abstract_eval=_select_eval, lower=_select_lower,
     family="elementwise",
     jvp=jvp_template(("pred", "x", "y"), x="jnp.where(pred, x_dot, 0.0)",
@@ -146,9 +140,10 @@ def _integer_pow_lower(ctx: LoweringContext, x: Any, *, y: int) -> Any:
     return result
 
 
-integer_pow = _define("integer_pow", impl=_integer_pow_impl, abstract_eval=_integer_pow_eval,
-                      lower=_integer_pow_lower, family="elementwise",
-                      **elementwise(x="{g} * ad.integer_pow_derivative(x, y)"))
+integer_pow = define_elementwise(
+    "integer_pow", impl=_integer_pow_impl, abstract_eval=_integer_pow_eval,
+    lower=_integer_pow_lower, family="elementwise",
+    **elementwise(x="{g} * ad.integer_pow_derivative(x, y)"))
 
 
 # iota(dtype, shape, dimension): 0, 1, 2, ... along `dimension` (jnp.arange, eye, masks).
@@ -176,14 +171,14 @@ def ir_i64(value: int) -> Any:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
-iota = _define("iota", impl=_iota_impl, abstract_eval=_iota_eval, lower=_iota_lower,
-               differentiable=False)
+iota = define_elementwise("iota", impl=_iota_impl, abstract_eval=_iota_eval,
+                          lower=_iota_lower, differentiable=False)
 
 
 
 # optimization_barrier(x): the identity, which neither trace-time folding nor the compiler
 # looks through (``lax.optimization_barrier``; stablehlo.optimization_barrier). Linear.
-optimization_barrier = _define(
+optimization_barrier = define_elementwise(
     "optimization_barrier", impl=lambda x: x, abstract_eval=lambda x: x,
     lower=lambda ctx, x: ctx.barrier(x),
     family="barrier", doc="The identity, opaque to folding and to the compiler's fusion.",
@@ -192,6 +187,7 @@ optimization_barrier = _define(
 
 # stop_gradient(x): the identity, whose output the transforms treat as a constant (it is
 # not differentiable, so no cotangent flows back through it; ``lax.stop_gradient``).
-stop_gradient = _define("stop_gradient", impl=lambda x: x, abstract_eval=lambda x: x,
-                        lower=lambda ctx, x: x, differentiable=False, family="elementwise",
-                        doc="The identity; reverse mode treats its output as a constant.")
+stop_gradient = define_elementwise(
+    "stop_gradient", impl=lambda x: x, abstract_eval=lambda x: x, lower=lambda ctx, x: x,
+    differentiable=False, family="elementwise",
+    doc="The identity; reverse mode treats its output as a constant.")

@@ -14,9 +14,8 @@ import numpy as np
 
 from transpiler import dtypes
 from transpiler.lowering.builder import LoweringContext, tensor_type
-from transpiler.primitives.batching import elementwise_rule
-from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes, define,
-                                        dtype_error, promote_avals)
+from transpiler.primitives.batching import define_elementwise
+from transpiler.primitives.core import (Primitive, ShapedArray, broadcast_shapes, dtype_error, promote_avals)
 from transpiler.primitives.derivative_forms import (Rules, elementwise, linear,
                                                     piecewise_constant)
 from transpiler.primitives.jvp_template import jvp_template
@@ -72,9 +71,9 @@ def _eager(fn: Callable, arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarra
 
 def _define(name: str, impl: Callable, abstract_eval: Callable, lower: Callable, kind: str,
             rules: Rules) -> Primitive:
-    prim = define(name, impl=impl, abstract_eval=abstract_eval, lower=lower,
-                  differentiable=kind in ("float", "number"), family="elementwise", **rules)
-    return prim.def_rules(batch=elementwise_rule(prim))
+    return define_elementwise(name, impl=impl, abstract_eval=abstract_eval, lower=lower,
+                              differentiable=kind in ("float", "number"), family="elementwise",
+                              **rules)
 
 
 def _derivative(derivative: Optional[dict[str, str]], rules: Optional[Rules]) -> Rules:
